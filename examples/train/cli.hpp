@@ -1,0 +1,23 @@
+// bamboo-train's command line: options -> train_config, one place for the names
+// scripts rely on.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "model/config.hpp"
+
+namespace bamboo::app {
+
+struct cli_options {
+  train_config cfg;
+  std::string metrics;  // CSV path, empty for none
+  std::string log_level = "info";
+  bool quiet = false;
+};
+
+// Parses argv. On --help prints usage and sets exit_code 0; on bad input prints
+// one line naming the problem and sets exit_code 2. Returns nullopt in both cases.
+std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code);
+
+} // namespace bamboo::app

@@ -1,0 +1,60 @@
+// Model and training configuration: plain values, validated in one place so that
+// every front end (CLI, custom trainers, tests) rejects bad input the same way.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace bamboo {
+
+enum class model_kind { gpt, bert };
+
+const char* to_string(model_kind k);
+
+struct model_config {
+  model_kind kind = model_kind::gpt;
+  int layers = 4;      // transformer blocks
+  int d_model = 128;
+  int heads = 4;
+  int seq_len = 64;
+  int vocab = 256;     // token ids in [0, vocab); BERT adds one [MASK] id
+  int mlp_ratio = 4;
+  double dropout = 0.1;
+
+  // Pipeline layers: embedding, the blocks, the head.
+  int pipeline_layers() const { return layers + 2; }
+  // Size of the embedding table / the head's output.
+  int input_vocab() const { return kind == model_kind::bert ? vocab + 1 : vocab; }
+  int mask_token() const { return vocab; }
+};
+
+struct optimizer_config {
+  double lr = 3e-3;
+  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio
+  int warmup_steps = 5;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double clip_norm = 1.0;     // global-norm clipping; 0 disables it
+};
+
+struct train_config {
+  model_config model;
+  optimizer_config optim;
+  int stages = 1;
+  int micro_batch = 4;
+  int global_batch = 16;
+  int steps = 30;
+  std::uint64_t seed = 1;
+  std::string data = "synthetic";
+  int threads = 1;             // intra-op threads per stage
+
+  int micro_batches() const { return global_batch / micro_batch; }
+};
+
+// The first problem found, as one line for the user; nullopt when valid.
+std::optional<std::string> validate(const train_config& cfg);
+
+} // namespace bamboo

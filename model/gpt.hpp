@@ -1,0 +1,15 @@
+// GPT: decoder-only transformer trained on next-token prediction.
+#pragma once
+
+#include "model/model.hpp"
+
+namespace bamboo::gpt {
+
+std::vector<layer_ptr> layers(const model_config& cfg, std::uint64_t seed, int first,
+                              int last);
+
+// Inputs are the sample's first T tokens, targets the T tokens after each.
+micro_batch batch(const model_config& cfg, const token_corpus& corpus,
+                  const std::vector<std::int64_t>& samples);
+
+} // namespace bamboo::gpt

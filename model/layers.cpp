@@ -1,0 +1,131 @@
+#include "model/layers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "model/rng.hpp"
+
+namespace bamboo {
+
+at::Tensor pipeline_layer::add_param(const std::string& name, at::Tensor t) {
+  // torch::nn::Module forbids dots in names; our paths keep them for checkpoints.
+  std::string flat = name;
+  std::replace(flat.begin(), flat.end(), '.', '_');
+  auto p = register_parameter(flat, std::move(t));
+  params_.push_back({name, p});
+  return p;
+}
+
+at::Tensor pipeline_layer::normal_param(const std::string& name, at::IntArrayRef shape,
+                                        double std, at::Generator& gen) {
+  auto t = at::empty(shape, at::kFloat);
+  t.normal_(0.0, std, gen);
+  return add_param(name, t);
+}
+
+at::Tensor pipeline_layer::constant_param(const std::string& name, at::IntArrayRef shape,
+                                          double v) {
+  return add_param(name, at::full(shape, v, at::kFloat));
+}
+
+at::Generator pipeline_layer::init_generator(std::uint64_t seed) const {
+  auto key = mix_seed({seed, static_cast<std::uint64_t>(rng_domain::init),
+                       static_cast<std::uint64_t>(index_)});
+  return at::make_generator<at::CPUGeneratorImpl>(key);
+}
+
+at::Generator pipeline_layer::dropout_generator(const layer_ctx& ctx) const {
+  auto key = mix_seed({ctx.seed, static_cast<std::uint64_t>(rng_domain::dropout),
+                       static_cast<std::uint64_t>(ctx.step),
+                       static_cast<std::uint64_t>(ctx.micro_batch),
+                       static_cast<std::uint64_t>(index_)});
+  return at::make_generator<at::CPUGeneratorImpl>(key);
+}
+
+at::Tensor pipeline_layer::dropout(const at::Tensor& x, double p, const layer_ctx& ctx,
+                                   at::Generator& gen) {
+  if (!ctx.training || p <= 0)
+    return x;
+  auto keep = at::empty(x.sizes(), x.options().requires_grad(false));
+  keep.bernoulli_(1.0 - p, gen);
+  return x * keep * (1.0 / (1.0 - p));
+}
+
+embedding_layer::embedding_layer(int index, std::uint64_t seed, int vocab, int seq_len,
+                                 int d_model, double dropout)
+  : pipeline_layer(index), p_(dropout) {
+  auto gen = init_generator(seed);
+  tok_ = normal_param("tok", {vocab, d_model}, 0.02, gen);
+  pos_ = normal_param("pos", {seq_len, d_model}, 0.02, gen);
+}
+
+at::Tensor embedding_layer::forward(const at::Tensor& ids, const layer_ctx& ctx) {
+  const auto t = ids.size(1);
+  auto x = at::embedding(tok_, ids) + pos_.narrow(0, 0, t);
+  auto gen = dropout_generator(ctx);
+  return dropout(x, p_, ctx, gen);
+}
+
+transformer_block::transformer_block(int index, std::uint64_t seed, int d, int heads,
+                                     int mlp_ratio, bool causal, double dropout)
+  : pipeline_layer(index), heads_(heads), causal_(causal), p_(dropout) {
+  auto gen = init_generator(seed);
+  const int h = d * mlp_ratio;
+  ln1_w_ = constant_param("ln1.weight", {d}, 1.0);
+  ln1_b_ = constant_param("ln1.bias", {d}, 0.0);
+  qkv_w_ = normal_param("attn.qkv.weight", {3 * d, d}, 0.02, gen);
+  qkv_b_ = constant_param("attn.qkv.bias", {3 * d}, 0.0);
+  proj_w_ = normal_param("attn.proj.weight", {d, d}, 0.02, gen);
+  proj_b_ = constant_param("attn.proj.bias", {d}, 0.0);
+  ln2_w_ = constant_param("ln2.weight", {d}, 1.0);
+  ln2_b_ = constant_param("ln2.bias", {d}, 0.0);
+  fc1_w_ = normal_param("mlp.fc1.weight", {h, d}, 0.02, gen);
+  fc1_b_ = constant_param("mlp.fc1.bias", {h}, 0.0);
+  fc2_w_ = normal_param("mlp.fc2.weight", {d, h}, 0.02, gen);
+  fc2_b_ = constant_param("mlp.fc2.bias", {d}, 0.0);
+}
+
+at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ctx,
+                                        at::Generator& gen) {
+  const auto b = x.size(0), t = x.size(1), d = x.size(2);
+  const auto hd = d / heads_;
+  auto qkv = at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, heads_, hd});
+  auto q = qkv.select(2, 0).transpose(1, 2);  // [b, h, t, hd]
+  auto k = qkv.select(2, 1).transpose(1, 2);
+  auto v = qkv.select(2, 2).transpose(1, 2);
+  auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
+  if (causal_) {
+    auto future = at::ones({t, t}, x.options().dtype(at::kBool)).triu(1);
+    att = att.masked_fill(future, -std::numeric_limits<float>::infinity());
+  }
+  att = dropout(at::softmax(att, -1), p_, ctx, gen);
+  auto y = at::matmul(att, v).transpose(1, 2).reshape({b, t, d});
+  return dropout(at::linear(y, proj_w_, proj_b_), p_, ctx, gen);
+}
+
+at::Tensor transformer_block::forward(const at::Tensor& x, const layer_ctx& ctx) {
+  const auto d = x.size(2);
+  auto gen = dropout_generator(ctx);
+  auto h = x + attention(at::layer_norm(x, {d}, ln1_w_, ln1_b_), ctx, gen);
+  auto m = at::gelu(at::linear(at::layer_norm(h, {d}, ln2_w_, ln2_b_), fc1_w_, fc1_b_));
+  return h + dropout(at::linear(m, fc2_w_, fc2_b_), p_, ctx, gen);
+}
+
+head_layer::head_layer(int index, std::uint64_t seed, int d, int vocab)
+  : pipeline_layer(index) {
+  auto gen = init_generator(seed);
+  ln_w_ = constant_param("ln_f.weight", {d}, 1.0);
+  ln_b_ = constant_param("ln_f.bias", {d}, 0.0);
+  w_ = normal_param("lm_head.weight", {vocab, d}, 0.02, gen);
+  b_ = constant_param("lm_head.bias", {vocab}, 0.0);
+}
+
+at::Tensor head_layer::forward(const at::Tensor& x, const layer_ctx&) {
+  const auto d = x.size(2);
+  return at::linear(at::layer_norm(x, {d}, ln_w_, ln_b_), w_, b_);
+}
+
+} // namespace bamboo

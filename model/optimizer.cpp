@@ -1,0 +1,69 @@
+#include "model/optimizer.hpp"
+
+#include <cmath>
+
+namespace bamboo {
+
+double learning_rate(const optimizer_config& o, std::int64_t k, std::int64_t total) {
+  if (o.warmup_steps > 0 && k < o.warmup_steps)
+    return o.lr * static_cast<double>(k + 1) / o.warmup_steps;
+  const double span = std::max<std::int64_t>(1, total - o.warmup_steps);
+  const double progress = std::min(1.0, (k - o.warmup_steps) / span);
+  const double min_lr = o.lr * o.min_lr_ratio;
+  return min_lr + 0.5 * (o.lr - min_lr) * (1.0 + std::cos(M_PI * progress));
+}
+
+adamw::adamw(std::vector<named_tensor> params, optimizer_config opts,
+             std::int64_t total_steps)
+  : params_(std::move(params)), o_(opts), total_(total_steps) {
+  for (auto& p : params_) {
+    // Matrices decay; biases, LayerNorm gains and position tables do not.
+    decay_.push_back(p.tensor.dim() >= 2 && p.name.find(".pos") == std::string::npos);
+    m_.push_back(at::zeros_like(p.tensor));
+    v_.push_back(at::zeros_like(p.tensor));
+  }
+}
+
+double adamw::grad_squares() const {
+  double sum = 0;
+  for (const auto& p : params_) {
+    const auto& g = p.tensor.grad();
+    if (g.defined()) {
+      double n = g.norm().item<double>();
+      sum += n * n;
+    }
+  }
+  return sum;
+}
+
+void adamw::zero_grad() {
+  for (auto& p : params_)
+    p.tensor.mutable_grad() = at::Tensor();
+}
+
+void adamw::step(std::int64_t k, double clip_coef) {
+  at::NoGradGuard no_grad;
+  ++t_;
+  const double lr = learning_rate(o_, k, total_);
+  const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(t_));
+  const double bc2 = 1.0 - std::pow(o_.beta2, static_cast<double>(t_));
+  const double step_size = lr / bc1;
+  const double bc2_sqrt = std::sqrt(bc2);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    auto& p = params_[i].tensor;
+    auto g = p.grad();
+    if (!g.defined())
+      continue;
+    if (clip_coef < 1.0)
+      g.mul_(clip_coef);
+    if (decay_[i])
+      p.mul_(1.0 - lr * o_.weight_decay);
+    m_[i].mul_(o_.beta1).add_(g, 1.0 - o_.beta1);
+    v_[i].mul_(o_.beta2).addcmul_(g, g, 1.0 - o_.beta2);
+    auto denom = (v_[i].sqrt() / bc2_sqrt).add_(o_.eps);
+    p.addcdiv_(m_[i], denom, -step_size);
+  }
+  zero_grad();
+}
+
+} // namespace bamboo

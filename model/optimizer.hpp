@@ -1,0 +1,45 @@
+// AdamW with linear warm-up and cosine decay, written out so that its state (both
+// moments and the step counter) is ours to copy, compare and checkpoint: a shadow
+// replica applies the very same update to the very same state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "model/config.hpp"
+#include "model/layers.hpp"
+
+namespace bamboo {
+
+// Learning rate of (0-based) step k of a run of `total` steps.
+double learning_rate(const optimizer_config& o, std::int64_t k, std::int64_t total);
+
+class adamw {
+public:
+  adamw(std::vector<named_tensor> params, optimizer_config opts, std::int64_t total_steps);
+
+  // Scales the gradients by clip_coef (when < 1), applies step k's update and
+  // clears the gradients.
+  void step(std::int64_t k, double clip_coef);
+  // Sum over parameters of the squared L2 norm of their gradients.
+  double grad_squares() const;
+  void zero_grad();
+
+  std::int64_t steps_taken() const { return t_; }
+  const std::vector<named_tensor>& params() const { return params_; }
+  const std::vector<at::Tensor>& exp_avg() const { return m_; }
+  const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }
+
+private:
+  std::vector<named_tensor> params_;
+  std::vector<bool> decay_;
+  std::vector<at::Tensor> m_, v_;
+  optimizer_config o_;
+  std::int64_t total_;
+  std::int64_t t_ = 0;
+};
+
+} // namespace bamboo
