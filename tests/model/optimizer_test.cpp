@@ -1,0 +1,63 @@
+// LibTorch first: its glog CHECK macro must not replace Catch's.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include "model/optimizer.hpp"
+
+using namespace bamboo;
+
+TEST_CASE("our AdamW matches torch::optim::AdamW step for step", "[model]") {
+  optimizer_config o;
+  o.lr = 1e-2;
+  o.warmup_steps = 0;
+  o.min_lr_ratio = 1.0;  // constant learning rate, as torch's optimizer has
+  o.weight_decay = 0.1;
+  torch::manual_seed(0);
+  auto init = torch::randn({5, 7});
+  auto ours = init.clone().requires_grad_(true);
+  auto theirs = init.clone().requires_grad_(true);
+  adamw opt({{"w", ours}}, o, 10);
+  torch::optim::AdamW ref({theirs}, torch::optim::AdamWOptions(o.lr)
+                                      .betas({o.beta1, o.beta2})
+                                      .eps(o.eps)
+                                      .weight_decay(o.weight_decay));
+  for (int k = 0; k < 5; ++k) {
+    auto g = torch::randn({5, 7});
+    ours.mutable_grad() = g.clone();
+    theirs.mutable_grad() = g.clone();
+    opt.step(k, 1.0);
+    ref.step();
+    ref.zero_grad();
+    CHECK(torch::allclose(ours, theirs, 1e-6, 1e-7));
+  }
+  CHECK(opt.steps_taken() == 5);
+  CHECK_FALSE(ours.grad().defined());
+}
+
+TEST_CASE("the learning rate warms up linearly, then decays by a cosine", "[model]") {
+  optimizer_config o;
+  o.lr = 1.0;
+  o.warmup_steps = 4;
+  o.min_lr_ratio = 0.1;
+  CHECK(learning_rate(o, 0, 20) == Approx(0.25));
+  CHECK(learning_rate(o, 3, 20) == Approx(1.0));
+  CHECK(learning_rate(o, 4, 20) == Approx(1.0));
+  CHECK(learning_rate(o, 12, 20) == Approx(0.55));
+  CHECK(learning_rate(o, 20, 20) == Approx(0.1));
+}
+
+TEST_CASE("clipping scales the gradient before the update", "[model]") {
+  optimizer_config o;
+  o.warmup_steps = 0;
+  o.weight_decay = 0;
+  auto a = torch::ones({3}).requires_grad_(true);
+  auto b = torch::ones({3}).requires_grad_(true);
+  adamw oa({{"a", a}}, o, 10), ob({{"b", b}}, o, 10);
+  a.mutable_grad() = torch::full({3}, 2.0);
+  b.mutable_grad() = torch::full({3}, 1.0);
+  CHECK(oa.grad_squares() == Approx(12.0));
+  oa.step(0, 0.5);
+  ob.step(0, 1.0);
+  CHECK(torch::equal(oa.exp_avg()[0], ob.exp_avg()[0]));
+}
