@@ -1,0 +1,119 @@
+// Pipeline overhead and speed-up, measured in one run (this machine is noisy, so
+// the runs are interleaved and each figure is a median):
+//   1. S=1 embedded step time over a plain LibTorch training loop of the same model;
+//   2. S=2 throughput (one thread per stage) over the plain loop's, next to the
+//      ideal 1F1B speed-up M/(M+S-1)*S.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "actors/embedded_cluster.hpp"
+#include "actors/errors.hpp"
+#include "model/model.hpp"
+#include "transport/log.hpp"
+
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+
+using namespace bamboo;
+
+namespace {
+
+constexpr int warmup_steps = 2;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+train_config bench_config(int stages) {
+  train_config c;
+  c.model.layers = 4;
+  c.model.d_model = 256;
+  c.model.heads = 8;
+  c.model.seq_len = 128;
+  c.model.dropout = 0.1;
+  c.stages = stages;
+  c.micro_batch = 4;
+  c.global_batch = 32;
+  c.steps = 10;
+  c.threads = 1;
+  return c;
+}
+
+// A plain LibTorch loop: one module list, autograd over the whole model,
+// torch::optim::AdamW, gradient accumulation over the same micro-batches.
+double plain_step_seconds(const train_config& c) {
+  at::set_num_threads(1);
+  std::string err;
+  auto corpus = token_corpus::load(c.data, c.model, c.seed, err);
+  sample_order order(c.seed, sample_count(*corpus, c.model));
+  auto layers = build_layers(c.model, c.seed, 0, c.model.pipeline_layers());
+  std::vector<at::Tensor> params;
+  for (auto& l : layers)
+    for (auto& p : l->params())
+      params.push_back(p.tensor);
+  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(c.optim.lr)
+                                    .betas({c.optim.beta1, c.optim.beta2})
+                                    .weight_decay(c.optim.weight_decay));
+  std::vector<double> times;
+  for (int k = 0; k < c.steps; ++k) {
+    auto start = std::chrono::steady_clock::now();
+    opt.zero_grad();
+    for (int j = 0; j < c.micro_batches(); ++j) {
+      auto mb = make_micro_batch(c, *corpus, order, k, j);
+      at::Tensor x = mb.input;
+      layer_ctx ctx{c.seed, k, j, true};
+      for (auto& l : layers)
+        x = l->forward(x, ctx);
+      (compute_loss(x, mb.target) / double(c.micro_batches())).backward();
+    }
+    opt.step();
+    if (k >= warmup_steps)
+      times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return median(times);
+}
+
+double embedded_step_seconds(const train_config& c) {
+  auto r = run_embedded(c);
+  if (!r) {
+    std::fprintf(stderr, "bench: %s\n", describe(r.error()).c_str());
+    std::exit(1);
+  }
+  std::vector<double> times;
+  for (auto& s : r->steps)
+    if (s.step >= warmup_steps)
+      times.push_back(s.seconds);
+  return median(times);
+}
+
+} // namespace
+
+int main() {
+  log::set_level("warn");
+  if (openblas_set_num_threads)
+    openblas_set_num_threads(1);
+  const auto c1 = bench_config(1), c2 = bench_config(2);
+  std::vector<double> plain, s1, s2;
+  for (int round = 0; round < 3; ++round) {
+    plain.push_back(plain_step_seconds(c1));
+    s1.push_back(embedded_step_seconds(c1));
+    s2.push_back(embedded_step_seconds(c2));
+  }
+  const double p = median(plain), e1 = median(s1), e2 = median(s2);
+  const int m = c2.micro_batches(), s = c2.stages;
+  const double ideal = double(m) / (m + s - 1) * s;
+  std::printf("model: gpt, %d blocks, d_model %d, seq %d; G=%d m=%d (M=%d); 1 thread per stage\n",
+              c1.model.layers, c1.model.d_model, c1.model.seq_len, c1.global_batch,
+              c1.micro_batch, m);
+  std::printf("plain LibTorch loop step:   %.4f s\n", p);
+  std::printf("embedded S=1 step:          %.4f s\n", e1);
+  std::printf("embedded S=2 step:          %.4f s\n", e2);
+  std::printf("ratio S=1 / plain step time:       %.3f  (goal <= 1.03)\n", e1 / p);
+  std::printf("ratio S=2 / plain throughput:      %.3f  (ideal 1F1B M/(M+S-1)*S = %.3f)\n",
+              p / e2, ideal);
+  return 0;
+}
