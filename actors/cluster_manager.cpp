@@ -2,13 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <map>
+#include <set>
 
 #include <caf/all.hpp>
 
 #include "actors/errors.hpp"
-#include "actors/stage_actor.hpp"
+#include "actors/failure_detector.hpp"
+#include "actors/node_agent.hpp"
+#include "actors/planner.hpp"
+#include "actors/preemption.hpp"
+#include "actors/step_ledger.hpp"
 #include "model/optimizer.hpp"
+#include "model/schedule.hpp"
 #include "transport/local_transport.hpp"
 #include "transport/log.hpp"
 
@@ -25,6 +31,10 @@ double clip_coefficient(double max_norm, double norm) {
   return std::min(1.0, max_norm / (norm + 1e-6));
 }
 
+double seconds_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
 struct manager_state {
   static inline const char* name = "bamboo.manager";
 
@@ -33,6 +43,7 @@ struct manager_state {
   void init(manager_spec spec) {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.manager");
+    plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
   }
 
@@ -43,78 +54,158 @@ struct manager_state {
         start();
         return promise_;
       },
-      [this](const schema::step_report& r) { on_report(r); },
-      [this](committed_atom, std::uint64_t gen, std::int64_t k, int stage) {
-        on_committed(gen, k, stage);
+      [this](const schema::step_report& r) {
+        if (from_owner(static_cast<int>(r.stage)))
+          on_report(r);
+      },
+      [this](committed_atom, std::uint64_t, std::int64_t k, int stage) {
+        if (from_owner(stage) && k == ledger_.step()) {
+          ledger_.commit(stage);
+          maybe_finish_step();
+        }
+      },
+      [this](synced_atom, std::uint64_t, std::int64_t k, int stage) {
+        if (from(shadow_actor_[stage]) && k == ledger_.step()) {
+          ledger_.synced(stage);
+          maybe_finish_step();
+        }
       },
       [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
              const std::string& why) {
-        if (gen != generation_)
+        if (gen != plan_.generation || !from_owner(stage))
           return;
         fail(make_error(errc::stage_failed, "stage " + std::to_string(stage) +
                                               " in step " + std::to_string(k) + ": " + why));
       },
+      [this](const schema::heartbeat& hb) {
+        tracker_.seen(static_cast<int>(hb.node), clock_type::now());
+      },
+      [this](tick_atom) { on_tick(); },
     };
   }
 
 private:
+  // --- set-up and the normal step cycle -------------------------------------
+
   void start() {
     const auto& cfg = spec_.cfg;
-    logger_->info("{} run: {} stages, G={} m={} ({} micro-batches), {} steps; {}",
+    logger_->info("{} run: {} stages, G={} m={} ({} micro-batches), {} steps, redundancy "
+                  "{}; {}",
                   to_string(cfg.model.kind), cfg.stages, cfg.global_batch,
-                  cfg.micro_batch, cfg.micro_batches(), cfg.steps, describe(spec_.parts));
-    for (int s = 0; s < cfg.stages; ++s) {
-      stage_spec st{cfg, s, spec_.parts[s], spec_.corpus,
-                    std::shared_ptr<tensor_transport>(spec_.hub->endpoint(s))};
-      stages_.push_back(spawn_stage(self_, std::move(st)));
+                  cfg.micro_batch, cfg.micro_batches(), cfg.steps,
+                  to_string(cfg.redundancy), describe(spec_.parts));
+    hub_ = std::make_shared<local_hub>(cfg.stages, plan_.generation);
+    const auto now = clock_type::now();
+    for (int n = 0; n < cfg.stages; ++n) {
+      node_spec ns;
+      ns.cfg = cfg;
+      ns.node = n;
+      ns.stage = n;
+      ns.range = spec_.parts[n];
+      const int successor = (n + 1) % cfg.stages;
+      if (plan_.shadow[successor] == n) {
+        ns.shadow_stage = successor;
+        ns.shadow_range = spec_.parts[successor];
+      }
+      ns.corpus = spec_.corpus;
+      ns.transport = std::shared_ptr<tensor_transport>(hub_->endpoint(n));
+      ns.injector = spec_.injector;
+      ns.heartbeat_period = spec_.heartbeat_period;
+      auto h = spawn_node(self_, ns);
+      for (auto* a : {&h.stage, &h.shadow, &h.detector})
+        if (*a)
+          node_of_[a->address()] = n;
+      nodes_.push_back(h);
+      tracker_.watch(n, now);
     }
+    owner_actor_.resize(cfg.stages);
+    shadow_actor_.resize(cfg.stages);
+    for (int s = 0; s < cfg.stages; ++s) {
+      owner_actor_[s] = nodes_[s].stage;
+      if (plan_.shadow[s] >= 0)
+        shadow_actor_[s] = nodes_[plan_.shadow[s]].shadow;
+      self_->send(owner_actor_[s], shadow_atom::value, shadow_actor_[s]);
+    }
+    self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
     if (cfg.steps == 0)
       finish();
     else
       begin_step();
   }
 
+  std::vector<bool> live_shadows() const {
+    std::vector<bool> out;
+    for (const auto& a : shadow_actor_)
+      out.push_back(static_cast<bool>(a));
+    return out;
+  }
+
   void begin_step() {
-    reports_ = commits_ = 0;
-    loss_sum_ = 0;
-    grad_squares_.assign(stages_.size(), 0.0);
+    ledger_.begin(step_, spec_.cfg.stages, live_shadows());
     step_start_ = clock_type::now();
-    for (auto& st : stages_)
-      self_->send(st, run_step_atom::value, generation_, step_);
+    for (const auto& a : distinct_owners())
+      for (int s = 0; s < spec_.cfg.stages; ++s)
+        if (owner_actor_[s] == a) {
+          self_->send(a, run_step_atom::value, plan_.generation, step_);
+          break;
+        }
+  }
+
+  std::vector<caf::actor> distinct_owners() const {
+    std::vector<caf::actor> out;
+    for (const auto& a : owner_actor_)
+      if (std::find(out.begin(), out.end(), a) == out.end())
+        out.push_back(a);
+    return out;
   }
 
   void on_report(const schema::step_report& r) {
-    if (r.generation != generation_ || static_cast<std::int64_t>(r.step) != step_)
-      return;  // a stale generation's report: dropped by design
-    loss_sum_ += r.loss_sum;  // only the last stage has a loss
-    grad_squares_[r.stage] = r.grad_squares;
-    if (++reports_ < static_cast<int>(stages_.size()))
+    if (!ledger_.report(r) && !ledger_.clip())
       return;
-    // Summed in stage order, not arrival order: the clip factor must not vary.
-    double total = 0;
-    for (double g : grad_squares_)
-      total += g;
-    grad_norm_ = std::sqrt(total);
-    schema::commit c{generation_, static_cast<std::uint64_t>(step_),
-                     clip_coefficient(spec_.cfg.optim.clip_norm, grad_norm_)};
-    for (auto& st : stages_)
-      self_->send(st, c);
+    if (!ledger_.clip()) {
+      ledger_.set_clip(clip_coefficient(spec_.cfg.optim.clip_norm, ledger_.grad_norm()));
+      schema::commit c{plan_.generation, static_cast<std::uint64_t>(step_), *ledger_.clip()};
+      for (int s = 0; s < spec_.cfg.stages; ++s)
+        if (!ledger_.committed(s))
+          self_->send(owner_actor_[s], c);
+    } else if (!ledger_.committed(r.stage)) {
+      // A stage that took over after the clip was set commits with the same factor.
+      self_->send(owner_actor_[r.stage], schema::commit{plan_.generation,
+                                                        static_cast<std::uint64_t>(step_),
+                                                        *ledger_.clip()});
+    }
   }
 
-  void on_committed(std::uint64_t gen, std::int64_t k, int) {
-    if (gen != generation_ || k != step_)
-      return;
-    if (++commits_ < static_cast<int>(stages_.size()))
+  void maybe_finish_step() {
+    if (!ledger_.complete() || recovering_)
       return;
     const auto& cfg = spec_.cfg;
+    const auto now = clock_type::now();
     step_record rec;
     rec.step = step_;
-    rec.loss = loss_sum_ / cfg.micro_batches();
-    rec.seconds = std::chrono::duration<double>(clock_type::now() - step_start_).count();
+    rec.loss = ledger_.loss_sum() / cfg.micro_batches();
+    rec.seconds = seconds_between(step_start_, now);
     rec.samples_per_s = rec.seconds > 0 ? cfg.global_batch / rec.seconds : 0;
-    rec.generation = generation_;
+    rec.generation = plan_.generation;
     rec.lr = learning_rate(cfg.optim, step_, cfg.steps);
-    rec.grad_norm = grad_norm_;
+    rec.grad_norm = ledger_.grad_norm();
+    rec.work = ledger_.reports();
+    if (!open_failovers_.empty()) {
+      rec.event = "failover";
+      for (auto& f : open_failovers_) {
+        f.latency_s = seconds_between(f_kill_time_[f.node], now);
+        finish_failover_record(f);
+        logger_->info("step {} completed after losing node {}: {:.3f} s from the kill "
+                      "(detected after {:.3f} s), {} forwards and {} backwards recomputed, "
+                      "{} taken over from FRC",
+                      step_, f.node, f.latency_s, f.detect_s, f.recomputed_forwards,
+                      f.recomputed_backwards, f.inherited);
+        spec_.result->failovers.push_back(f);
+      }
+      open_failovers_.clear();
+    } else if (degraded()) {
+      rec.event = "degraded";
+    }
     spec_.result->steps.push_back(rec);
     logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
     if (spec_.on_step)
@@ -125,22 +216,235 @@ private:
       finish();
   }
 
+  bool degraded() const {
+    if (plan_.mode == redundancy_mode::off)
+      return false;
+    return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
+                       [](const caf::actor& a) { return !a; });
+  }
+
+  // What the heir recomputed: the lost stage's finished work (known from the
+  // kill point when injected), minus what FRC had already done.
+  void finish_failover_record(failover_record& f) {
+    const auto& rep = ledger_.reports()[f.stage];
+    f.inherited = static_cast<int>(rep.inherited);
+    auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
+    if (!kill || kill->spec.step != f.step) {
+      f.recomputed_forwards = static_cast<int>(rep.forwards);
+      f.recomputed_backwards = static_cast<int>(rep.backwards);
+      return;
+    }
+    auto ops = make_schedule(f.stage, spec_.cfg.stages, spec_.cfg.micro_batches(),
+                             spec_.cfg.redundancy);
+    const int upto = std::min<int>(kill->spec.op, static_cast<int>(ops.size()));
+    std::set<int> fwd, bwd;
+    for (int i = 0; i < upto; ++i) {
+      if (ops[i].kind == op_kind::forward)
+        fwd.insert(ops[i].micro_batch);
+      else if (ops[i].kind == op_kind::backward)
+        bwd.insert(ops[i].micro_batch);
+    }
+    // Forwards the heir inherited from FRC are not recomputed.
+    f.recomputed_forwards = std::max(0, static_cast<int>(fwd.size()) - f.inherited);
+    f.recomputed_backwards = static_cast<int>(bwd.size());
+  }
+
+  // --- failures ---------------------------------------------------------------
+
+  bool from(const caf::actor& a) const {
+    return a && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(a);
+  }
+  bool from_owner(int stage) const {
+    if (stage < 0 || stage >= static_cast<int>(owner_actor_.size()))
+      return false;
+    if (from(owner_actor_[stage]))
+      return true;
+    logger_->debug("dropped a message about stage {} from an actor that no longer owns it",
+                   stage);
+    return false;
+  }
+
+  void on_down(const caf::down_msg& dm) {
+    if (finished_)
+      return;
+    auto it = node_of_.find(dm.source);
+    if (it == node_of_.end())
+      return;
+    node_lost(it->second, dm.reason == caf::exit_reason::kill
+                            ? "preempted"
+                            : "actor down: " + caf::to_string(dm.reason));
+  }
+
+  void on_tick() {
+    if (finished_)
+      return;
+    const auto timeout = spec_.heartbeat_period * spec_.heartbeat_misses;
+    for (int n : tracker_.expired(clock_type::now(), timeout))
+      node_lost(n, "missed heartbeats");
+    self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
+  }
+
+  void node_lost(int node, const std::string& cause) {
+    if (!plan_.alive[node])
+      return;
+    const auto now = clock_type::now();
+    auto kill = spec_.injector ? spec_.injector->fired_for(node) : std::nullopt;
+    f_kill_time_[node] = kill ? kill->at : now;
+    tracker_.forget(node);
+    auto decision = plan_failover(plan_, node);
+    logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node, step_,
+                  cause, 1e3 * seconds_between(f_kill_time_[node], now));
+    if (!decision.fatal.empty()) {
+      fail(make_error(errc::unrecoverable_failure,
+                      "node " + std::to_string(node) + " lost in step " +
+                        std::to_string(step_) + ": " + decision.fatal +
+                        "; shadows cannot cover it, a checkpoint is needed"));
+      return;
+    }
+    // End the old generation: every transfer still waiting on the dead node
+    // fails now, not at a transport timeout.
+    hub_->abort("generation " + std::to_string(plan_.generation) + " ended: node " +
+                std::to_string(node) + " lost");
+    for (int s = 0; s < plan_.stages; ++s)
+      if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
+        shadow_actor_[s] = caf::actor{};
+        ledger_.shadow_lost(s);
+        shadow_changed_.insert(s);
+      }
+    for (auto [stage, heir] : decision.promoted) {
+      failover_record f;
+      f.node = node;
+      f.stage = stage;
+      f.heir = heir;
+      f.step = step_;
+      f.cause = cause;
+      f.detect_s = seconds_between(f_kill_time_[node], now);
+      open_failovers_.push_back(f);
+      owner_actor_[stage] = shadow_actor_[stage];
+      shadow_actor_[stage] = caf::actor{};
+      ledger_.owner_lost(stage);
+      restarted_.insert(stage);
+      shadow_changed_.insert(stage);
+      logger_->info("failover: stage {} moves to node {} (generation {})", stage, heir,
+                    decision.plan.generation);
+    }
+    plan_ = decision.plan;
+    hub_ = std::make_shared<local_hub>(plan_.stages, plan_.generation);
+    start_recovery();
+  }
+
+  // Ask every surviving owner what it has done of the step, then re-plan it.
+  void start_recovery() {
+    recovering_ = true;
+    const auto round = ++round_;
+    progress_.assign(plan_.stages, std::nullopt);
+    awaiting_.clear();
+    for (int s = 0; s < plan_.stages; ++s) {
+      if (restarted_.count(s))
+        continue;
+      awaiting_.insert(s);
+      self_->request(owner_actor_[s], std::chrono::seconds(30), progress_atom::value,
+                     plan_.generation)
+        .then(
+          [this, round, s](stage_progress_msg& p) {
+            if (round != round_)
+              return;
+            progress_[s] = std::move(p);
+            awaiting_.erase(s);
+            if (awaiting_.empty())
+              finish_recovery();
+          },
+          [this, round, s](caf::error& err) {
+            // The owner died too: its down message starts a new round.
+            logger_->debug("no progress from stage {}: {}", s, caf::to_string(err));
+            (void)round;
+          });
+    }
+    if (awaiting_.empty())
+      finish_recovery();
+  }
+
+  void finish_recovery() {
+    const int stages = plan_.stages;
+    const int m = spec_.cfg.micro_batches();
+    std::vector<stage_done> done(stages);
+    for (int s = 0; s < stages; ++s) {
+      if (restarted_.count(s)) {
+        if (ledger_.committed(s)) {  // the replica already has the update
+          for (int j = 0; j < m; ++j) {
+            done[s].forwards.insert(j);
+            done[s].backwards.insert(j);
+          }
+          continue;
+        }
+        done[s].restarted = true;
+        // FRC run by the predecessor is the heir's inherited forward work.
+        if (s > 0 && progress_[s - 1] && progress_[s - 1]->step == step_)
+          done[s].forwards.insert(progress_[s - 1]->frc.begin(), progress_[s - 1]->frc.end());
+        continue;
+      }
+      const auto& p = *progress_[s];
+      if (p.step == step_) {
+        done[s].forwards.insert(p.forwards.begin(), p.forwards.end());
+        done[s].backwards.insert(p.backwards.begin(), p.backwards.end());
+        if (p.complete)
+          on_report(p.report);
+      }
+    }
+    auto orders = plan_resume(done);
+    for (int s : shadow_changed_)
+      self_->send(owner_actor_[s], shadow_atom::value, shadow_actor_[s]);
+    for (int s = 0; s < stages; ++s) {
+      resume_order o;
+      o.generation = plan_.generation;
+      o.step = step_;
+      o.transport = std::shared_ptr<tensor_transport>(hub_->endpoint(s));
+      o.resend_activations = orders[s].resend_activations;
+      o.resend_gradients = orders[s].resend_gradients;
+      o.delivered_activations = orders[s].delivered_activations;
+      o.delivered_gradients = orders[s].delivered_gradients;
+      // FRC feeds the successor's replica, which must still be a shadow here.
+      const int next = s + 1;
+      o.frc_enabled = next < stages && shadow_actor_[next] &&
+                      plan_.shadow[next] == plan_.owner[s];
+      self_->send(owner_actor_[s], o);
+    }
+    restarted_.clear();
+    shadow_changed_.clear();
+    recovering_ = false;
+    maybe_finish_step();
+  }
+
+  // --- the end ----------------------------------------------------------------
+
   void finish() {
     finished_ = true;
+    for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
+      spec_.result->heartbeat_max_gap_s.push_back(
+        std::chrono::duration<double>(tracker_.max_gap(n)).count());
+      spec_.result->heartbeats.push_back(tracker_.beats(n));
+    }
     if (!spec_.collect_parameters) {
       deliver_done();
       return;
     }
-    auto remaining = std::make_shared<std::size_t>(stages_.size());
-    for (auto& st : stages_)
-      self_->request(st, caf::infinite, params_atom::value)
+    std::vector<std::pair<caf::actor, bool>> sources;  // actor, is_shadow
+    for (const auto& a : distinct_owners())
+      sources.push_back({a, false});
+    for (const auto& a : shadow_actor_)
+      if (a)
+        sources.push_back({a, true});
+    auto remaining = std::make_shared<std::size_t>(sources.size());
+    for (auto& [actor, is_shadow] : sources)
+      self_->request(actor, std::chrono::seconds(60), params_atom::value)
         .then(
-          [this, remaining](std::vector<param_blob>& blobs) {
-            auto& all = spec_.result->parameters;
+          [this, remaining, is_shadow = is_shadow](std::vector<param_blob>& blobs) {
+            auto& all = is_shadow ? spec_.result->shadow_state : spec_.result->parameters;
             std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
             if (--*remaining == 0) {
-              std::sort(all.begin(), all.end(),
-                        [](const auto& a, const auto& b) { return a.name < b.name; });
+              for (auto* v : {&spec_.result->parameters, &spec_.result->shadow_state})
+                std::sort(v->begin(), v->end(),
+                          [](const auto& a, const auto& b) { return a.name < b.name; });
               deliver_done();
             }
           },
@@ -148,7 +452,8 @@ private:
   }
 
   void deliver_done() {
-    logger_->info("run complete: {} steps", spec_.result->steps.size());
+    logger_->info("run complete: {} steps, {} failovers", spec_.result->steps.size(),
+                  spec_.result->failovers.size());
     promise_.deliver(done_atom::value);
     shutdown();
   }
@@ -157,23 +462,21 @@ private:
     if (!promise_.pending())
       return;
     logger_->error("run failed: {}", describe(err));
-    spec_.hub->abort("run failed");  // unblock stages waiting on a dead peer
+    if (hub_)
+      hub_->abort("run failed");  // unblock stages waiting on a dead peer
     promise_.deliver(err);
     shutdown();
   }
 
-  void on_down(const caf::down_msg& dm) {
-    if (finished_ || !promise_.pending())
-      return;
-    fail(make_error(errc::stage_failed,
-                    "a stage actor terminated: " + caf::to_string(dm.reason)));
-  }
-
   void shutdown() {
     finished_ = true;
-    for (auto& st : stages_)
-      self_->send_exit(st, caf::exit_reason::user_shutdown);
-    stages_.clear();
+    for (auto& n : nodes_)
+      for (auto* a : {&n.stage, &n.shadow, &n.detector})
+        if (*a)
+          self_->send_exit(*a, caf::exit_reason::user_shutdown);
+    nodes_.clear();
+    owner_actor_.clear();
+    shadow_actor_.clear();
     self_->quit();
   }
 
@@ -181,16 +484,24 @@ private:
   manager_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
   caf::response_promise promise_;
-  std::vector<caf::actor> stages_;
-  std::uint64_t generation_ = 1;
+  cluster_plan plan_;
+  std::shared_ptr<local_hub> hub_;
+  std::vector<node_handles> nodes_;
+  std::map<caf::actor_addr, int> node_of_;
+  std::vector<caf::actor> owner_actor_;   // stage -> actor running it
+  std::vector<caf::actor> shadow_actor_;  // stage -> actor holding its replica
+  heartbeat_tracker tracker_;
+  step_ledger ledger_;
   std::int64_t step_ = 0;
-  int reports_ = 0;
-  int commits_ = 0;
-  double loss_sum_ = 0;
-  std::vector<double> grad_squares_;
-  double grad_norm_ = 0;
-  bool finished_ = false;
   clock_type::time_point step_start_;
+  bool finished_ = false;
+  // Recovery of the current step.
+  bool recovering_ = false;
+  std::uint64_t round_ = 0;
+  std::set<int> restarted_, shadow_changed_, awaiting_;
+  std::vector<std::optional<stage_progress_msg>> progress_;
+  std::vector<failover_record> open_failovers_;
+  std::map<int, clock_type::time_point> f_kill_time_;
 };
 
 caf::behavior manager_actor(caf::stateful_actor<manager_state>* self, manager_spec spec) {

@@ -5,13 +5,21 @@
 #include "actors/errors.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
-#include "transport/local_transport.hpp"
+#include "model/schedule.hpp"
 
 namespace bamboo {
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
   if (auto problem = validate(cfg))
     return make_error(errc::invalid_config, *problem);
+  for (const auto& p : opts.preemptions)
+    if (p.node < 0 || p.node >= cfg.stages)
+      return make_error(errc::invalid_config,
+                        "--preempt names node " + std::to_string(p.node) + ", but there are " +
+                          std::to_string(cfg.stages) + " nodes (0.." +
+                          std::to_string(cfg.stages - 1) + ")");
+  if (opts.preempt_rate < 0)
+    return make_error(errc::invalid_config, "--preempt rate must not be negative");
   std::string problem;
   auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
   if (!corpus)
@@ -26,7 +34,15 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   spec.cfg = cfg;
   spec.parts = partition(layer_costs(cfg.model), cfg.stages);
   spec.corpus = corpus;
-  spec.hub = std::make_shared<local_hub>(cfg.stages, /*generation=*/1);
+  auto kills = opts.preemptions;
+  const int ops = static_cast<int>(
+    make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
+  for (const auto& k : poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
+    kills.push_back(k);
+  if (!kills.empty())
+    spec.injector = std::make_shared<preemption_injector>(std::move(kills));
+  spec.heartbeat_period = opts.heartbeat_period;
+  spec.heartbeat_misses = opts.heartbeat_misses;
   spec.collect_parameters = opts.collect_parameters;
   spec.on_step = opts.on_step;
   spec.result = std::make_shared<run_result>();

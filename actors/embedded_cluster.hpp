@@ -7,18 +7,24 @@
 #include <caf/expected.hpp>
 
 #include "actors/cluster_manager.hpp"
+#include "actors/failure_detector.hpp"
+#include "actors/preemption.hpp"
 #include "model/config.hpp"
 
 namespace bamboo {
 
 struct run_options {
-  bool collect_parameters = false;
+  bool collect_parameters = false;  // owners' and shadows' state into the result
   std::function<void(const step_record&)> on_step;
+  std::vector<preempt_spec> preemptions;  // injected kills
+  double preempt_rate = 0;                // plus seeded Poisson kills per 100 steps
+  std::chrono::milliseconds heartbeat_period = default_heartbeat_period;
+  int heartbeat_misses = default_heartbeat_misses;
 };
 
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.
-// Errors: errc::invalid_config, errc::invalid_data (fix the input), or a
-// failure of the run itself.
+// Errors: errc::invalid_config, errc::invalid_data (fix the input),
+// errc::unrecoverable_failure (a loss shadows cannot cover), or another failure.
 caf::expected<run_result> run_embedded(const train_config& cfg,
                                        const run_options& opts = {});
 

@@ -4,6 +4,7 @@
 #include <caf/all.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/preemption.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/log.hpp"
 
@@ -13,109 +14,265 @@ extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace bamboo {
 
+struct gradient_list {
+  std::vector<at::Tensor> grads;
+};
+
+void node_group::add(caf::actor a) {
+  std::lock_guard<std::mutex> guard{mtx};
+  members.push_back(std::move(a));
+}
+
+void node_group::kill_all(const caf::actor_addr& except) {
+  std::vector<caf::actor> victims;
+  {
+    std::lock_guard<std::mutex> guard{mtx};
+    victims.swap(members);
+  }
+  for (auto& a : victims)
+    if (a.address() != except)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+}
+
 namespace {
+
+std::vector<int> to_vector(const std::set<int>& s) {
+  return {s.begin(), s.end()};
+}
 
 struct stage_state {
   static inline const char* name = "bamboo.stage";
 
   explicit stage_state(caf::event_based_actor* self) : self_(self) {}
 
-  void init(stage_spec spec, caf::actor supervisor) {
+  void init(stage_actor_spec spec, caf::actor supervisor) {
     spec_ = std::move(spec);
     supervisor_ = std::move(supervisor);
     logger_ = log::get("bamboo.stage");
+    stage_ = spec_.executor->stage();
+    ops_ = make_schedule(stage_, spec_.cfg.stages, spec_.cfg.micro_batches(),
+                         spec_.cfg.redundancy);
+    frc_enabled_ = spec_.replica != nullptr;
   }
 
-  caf::behavior make_behavior() {
+  caf::behavior active() {
     return {
-      [this](run_step_atom, std::uint64_t gen, std::int64_t k) { run_step(gen, k); },
-      [this](const schema::commit& c) {
-        try {
-          executor().apply_update(static_cast<std::int64_t>(c.step), c.clip_coef);
-        } catch (const std::exception& e) {
-          self_->send(supervisor_, step_failed_atom::value, c.generation,
-                      static_cast<std::int64_t>(c.step), spec_.stage,
-                      std::string("optimizer update: ") + e.what());
+      [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
+        if (gen < gen_)
+          return;
+        gen_ = gen;
+        run_step(k);
+      },
+      [this](progress_atom, std::uint64_t) { return progress(); },
+      [this](const resume_order& o) { resume(o); },
+      [this](const schema::commit& c) { commit(c); },
+      [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
+      [this](params_atom) { return state_blobs(); },
+    };
+  }
+
+  caf::behavior shadow() {
+    return {
+      [this](const shadow_update& u) {
+        spec_.executor->apply_gradients(u.step, u.grads->grads);
+        self_->send(supervisor_, synced_atom::value, u.generation, u.step, stage_);
+      },
+      [this](const resume_order& o) {
+        logger_->info("node {}: promoting the shadow of stage {} in step {} (generation {})",
+                      spec_.node, stage_, o.step, o.generation);
+        self_->become(active());
+        promoted_ = true;
+        if (spec_.executor->updates() > o.step) {
+          // The owner's update of this step reached us before it died.
+          self_->send(supervisor_, committed_atom::value, o.generation, o.step, stage_);
           return;
         }
-        self_->send(supervisor_, committed_atom::value, c.generation,
-                    static_cast<std::int64_t>(c.step), spec_.stage);
+        spec_.executor->promote(o.step);
+        resume(o);
       },
-      [this](params_atom) { return parameters(); },
+      [this](params_atom) { return state_blobs(); },
     };
   }
 
 private:
-  // Built lazily on the actor's own thread, where the thread settings apply.
-  stage_executor& executor() {
-    if (!exec_) {
-      at::set_num_threads(spec_.cfg.threads);
-      if (openblas_set_num_threads)
-        openblas_set_num_threads(spec_.cfg.threads);
-      exec_ = std::make_unique<stage_executor>(spec_.cfg, spec_.stage, spec_.range,
-                                               spec_.corpus);
-      ops_ = one_f_one_b(spec_.stage, spec_.cfg.stages, spec_.cfg.micro_batches());
-      logger_->info("stage {} up: layers [{},{}), {} parameter tensors, schedule {}",
-                    spec_.stage, spec_.range.first, spec_.range.last,
-                    exec_->parameters().size(), describe(ops_));
-    }
-    return *exec_;
+  void prepare_thread() {
+    if (thread_ready_)
+      return;
+    at::set_num_threads(spec_.cfg.threads);
+    if (openblas_set_num_threads)
+      openblas_set_num_threads(spec_.cfg.threads);
+    thread_ready_ = true;
+    logger_->info("node {} stage {}: schedule {}", spec_.node, stage_, describe(ops_));
   }
 
-  void run_step(std::uint64_t gen, std::int64_t k) {
+  // Preemption: the whole node goes, this actor last.
+  void die(std::int64_t k, int index) {
+    logger_->warn("node {} preempted in step {} before instruction {}", spec_.node, k, index);
+    if (spec_.group)
+      spec_.group->kill_all(self_->address());
+    self_->quit(caf::exit_reason::kill);
+  }
+
+  void run_step(std::int64_t k) {
+    prepare_thread();
     step_outcome out;
+    kill_hook hook;
+    if (spec_.injector)
+      hook = [this](std::int64_t step, int index) {
+        return spec_.injector->should_kill(spec_.node, step, index,
+                                           static_cast<int>(ops_.size()));
+      };
     try {
-      out = executor().run_step(k, ops_, *spec_.transport);
+      out = spec_.executor->run(k, ops_, *spec_.transport,
+                                frc_enabled_ ? spec_.replica.get() : nullptr, hook);
     } catch (const std::exception& e) {
       // LibTorch reports bugs and bad shapes by throwing; never across actors.
       out.status = {transport_errc::invalid, std::string("exception: ") + e.what()};
     }
+    if (out.killed)
+      return die(k, static_cast<int>(spec_.executor->progress().forwards.size() +
+                                     spec_.executor->progress().backwards.size()));
+    if (out.status.code == transport_errc::aborted) {
+      logger_->info("node {} stage {}: step {} interrupted ({}), waiting for the re-plan",
+                    spec_.node, stage_, k, out.status.detail);
+      return;
+    }
     if (!out.status) {
-      logger_->warn("stage {} step {} failed: {}: {}", spec_.stage, k,
+      logger_->warn("stage {} step {} failed: {}: {}", stage_, k,
                     to_string(out.status.code), out.status.detail);
-      self_->send(supervisor_, step_failed_atom::value, gen, k, spec_.stage,
+      self_->send(supervisor_, step_failed_atom::value, gen_, k, stage_,
                   std::string(to_string(out.status.code)) + ": " + out.status.detail);
       return;
     }
+    last_ = make_report(k, out);
+    self_->send(supervisor_, last_);
+  }
+
+  schema::step_report make_report(std::int64_t k, const step_outcome& out) const {
+    const auto& p = spec_.executor->progress();
     schema::step_report rep;
-    rep.node = static_cast<std::uint32_t>(spec_.stage);
-    rep.stage = static_cast<std::uint32_t>(spec_.stage);
-    rep.generation = gen;
+    rep.node = static_cast<std::uint32_t>(spec_.node);
+    rep.stage = static_cast<std::uint32_t>(stage_);
+    rep.generation = gen_;
     rep.step = static_cast<std::uint64_t>(k);
     rep.loss_sum = out.loss_sum;
     rep.grad_squares = out.grad_squares;
-    self_->send(supervisor_, rep);
+    rep.forwards = static_cast<std::uint32_t>(p.forwards.size() - p.inherited.size());
+    rep.backwards = static_cast<std::uint32_t>(p.backwards.size());
+    rep.frc = static_cast<std::uint32_t>(p.frc.size());
+    rep.inherited = static_cast<std::uint32_t>(p.inherited.size());
+    return rep;
   }
 
-  std::vector<param_blob> parameters() {
-    std::vector<param_blob> out;
-    for (const auto& p : executor().parameters()) {
-      auto t = p.tensor.detach().contiguous();
-      const float* data = t.data_ptr<float>();
-      out.push_back({p.name, std::vector<float>(data, data + t.numel())});
+  stage_progress_msg progress() const {
+    const auto& p = spec_.executor->progress();
+    stage_progress_msg m;
+    m.stage = stage_;
+    m.step = p.step;
+    m.forwards = to_vector(p.forwards);
+    m.backwards = to_vector(p.backwards);
+    m.frc = to_vector(p.frc);
+    m.complete = p.complete;
+    m.report = last_;
+    return m;
+  }
+
+  void resume(const resume_order& o) {
+    gen_ = o.generation;
+    spec_.transport = o.transport;
+    frc_enabled_ = o.frc_enabled && spec_.replica != nullptr;
+    auto& ex = *spec_.executor;
+    ex.set_delivered(o.step, o.delivered_activations, o.delivered_gradients);
+    auto st = ex.resend(o.resend_activations, o.resend_gradients, *spec_.transport);
+    if (!st) {
+      if (st.code != transport_errc::aborted)
+        self_->send(supervisor_, step_failed_atom::value, gen_, o.step, stage_,
+                    "resend: " + st.detail);
+      return;
     }
+    if (!ex.progress().complete)
+      run_step(o.step);
+  }
+
+  void commit(const schema::commit& c) {
+    const auto k = static_cast<std::int64_t>(c.step);
+    auto& ex = *spec_.executor;
+    if (ex.updates() > k)  // already applied (a re-sent commit after a re-plan)
+      return;
+    if (spec_.injector && spec_.injector->should_kill(spec_.node, k,
+                                                      static_cast<int>(ops_.size()),
+                                                      static_cast<int>(ops_.size())))
+      return die(k, static_cast<int>(ops_.size()));
+    try {
+      auto grads = std::make_shared<gradient_list>();
+      grads->grads = ex.commit(k, c.clip_coef);
+      if (shadow_)
+        self_->send(shadow_, shadow_update{c.generation, k, stage_, grads});
+    } catch (const std::exception& e) {
+      self_->send(supervisor_, step_failed_atom::value, c.generation, k, stage_,
+                  std::string("optimizer update: ") + e.what());
+      return;
+    }
+    self_->send(supervisor_, committed_atom::value, c.generation, k, stage_);
+  }
+
+  // Parameters, both AdamW moments and the step counter, by name.
+  std::vector<param_blob> state_blobs() const {
+    std::vector<param_blob> out;
+    auto blob = [&](const std::string& name, const at::Tensor& t) {
+      auto c = t.detach().contiguous();
+      const float* data = c.data_ptr<float>();
+      out.push_back({name, std::vector<float>(data, data + c.numel())});
+    };
+    const auto& opt = spec_.executor->optimizer();
+    const auto& params = opt.params();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      blob(params[i].name, params[i].tensor);
+      blob(params[i].name + "#exp_avg", opt.exp_avg()[i]);
+      blob(params[i].name + "#exp_avg_sq", opt.exp_avg_sq()[i]);
+    }
+    out.push_back({"stage" + std::to_string(stage_) + "#steps",
+                   {static_cast<float>(opt.steps_taken())}});
     return out;
   }
 
   caf::event_based_actor* self_;
-  stage_spec spec_;
+  stage_actor_spec spec_;
   caf::actor supervisor_;
+  caf::actor shadow_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::unique_ptr<stage_executor> exec_;
   std::vector<instruction> ops_;
+  int stage_ = 0;
+  std::uint64_t gen_ = 1;
+  bool thread_ready_ = false;
+  bool frc_enabled_ = false;
+  bool promoted_ = false;
+  schema::step_report last_;
 };
 
-caf::behavior stage_actor(caf::stateful_actor<stage_state>* self, stage_spec spec,
-                          caf::actor supervisor) {
+caf::behavior active_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,
+                           caf::actor supervisor) {
   self->state.init(std::move(spec), std::move(supervisor));
-  return self->state.make_behavior();
+  return self->state.active();
+}
+
+caf::behavior shadow_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,
+                           caf::actor supervisor) {
+  self->state.init(std::move(spec), std::move(supervisor));
+  return self->state.shadow();
 }
 
 } // namespace
 
-caf::actor spawn_stage(caf::local_actor* supervisor, stage_spec spec) {
+caf::actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
   auto sup = caf::actor_cast<caf::actor>(supervisor);
-  return supervisor->spawn<caf::detached + caf::monitored>(stage_actor, std::move(spec),
+  return supervisor->spawn<caf::detached + caf::monitored>(active_stage, std::move(spec),
+                                                           std::move(sup));
+}
+
+caf::actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
+  auto sup = caf::actor_cast<caf::actor>(supervisor);
+  return supervisor->spawn<caf::detached + caf::monitored>(shadow_stage, std::move(spec),
                                                            std::move(sup));
 }
 

@@ -12,6 +12,12 @@ enum class model_kind { gpt, bert };
 
 const char* to_string(model_kind k);
 
+// How stages are protected: off (no shadows), lazy (shadows in sync, lost work
+// recomputed on failover), eager (lazy plus forward redundant computation).
+enum class redundancy_mode { off, lazy, eager };
+
+const char* to_string(redundancy_mode m);
+
 struct model_config {
   model_kind kind = model_kind::gpt;
   int layers = 4;      // transformer blocks
@@ -50,6 +56,7 @@ struct train_config {
   std::uint64_t seed = 1;
   std::string data = "synthetic";
   int threads = 1;             // intra-op threads per stage
+  redundancy_mode redundancy = redundancy_mode::lazy;
 
   int micro_batches() const { return global_batch / micro_batch; }
 };

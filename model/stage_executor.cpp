@@ -20,40 +20,63 @@ stage_executor::stage_executor(const train_config& cfg, int stage, stage_range r
   opt_ = std::make_unique<adamw>(std::move(params), cfg.optim, cfg.steps);
 }
 
-transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport& t,
-                                         step_outcome& out) {
+void stage_executor::begin_step(std::int64_t k) {
+  if (progress_.step == k)
+    return;
+  opt_->zero_grad();
+  progress_ = step_progress{};
+  progress_.step = k;
+  next_op_ = 0;
+  pending_.clear();
+  sent_act_.clear();
+  sent_grad_.clear();
+  losses_.clear();
+  delivered_act_.clear();
+  delivered_grad_.clear();
+}
+
+at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
   const layer_ctx ctx{cfg_.seed, k, j, true};
-  micro_batch mb;
-  if (is_first() || is_last())
-    mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
-  in_flight f;
-  at::Tensor x;
-  if (is_first()) {
-    x = mb.input;
-  } else {
-    at::Tensor received;
-    auto st = t.recv(stage_ - 1, make_tag(k, j, tensor_kind::activation), received);
-    if (!st)
-      return st;
-    // A fresh leaf: its .grad is what we send back to stage s-1.
-    x = received.detach().requires_grad_(true);
-    f.input = x;
-  }
   for (auto& layer : layers_)
     x = layer->forward(x, ctx);
-  ++out.forwards;
-  if (is_last()) {
-    auto loss = compute_loss(x, mb.target);
-    out.loss_sum += loss.item<double>();
-    f.output = loss;
-  } else {
-    auto st = t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), x.detach());
-    if (!st)
-      return st;
-    f.output = x;
+  return x;
+}
+
+transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport& t) {
+  if (pending_.count(j) == 0) {  // else inherited from FRC: only the send remains
+    micro_batch mb;
+    if (is_first() || is_last())
+      mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
+    in_flight f;
+    at::Tensor x;
+    if (is_first()) {
+      x = mb.input;
+    } else {
+      at::Tensor received;
+      auto st = t.recv(stage_ - 1, make_tag(k, j, tensor_kind::activation), received);
+      if (!st)
+        return st;
+      // A fresh leaf: its .grad is what we send back to stage s-1.
+      x = received.detach().requires_grad_(true);
+      f.input = x;
+    }
+    x = run_layers(k, j, x);
+    if (is_last()) {
+      f.output = compute_loss(x, mb.target);
+      losses_[j] = f.output.item<double>();
+    } else {
+      f.output = x;
+    }
+    pending_[j] = std::move(f);
+    progress_.forwards.insert(j);
+  } else if (is_last()) {
+    losses_[j] = pending_[j].output.item<double>();
   }
-  pending_[j] = std::move(f);
-  return {};
+  if (is_last() || delivered_act_.count(j))
+    return {};
+  auto act = pending_[j].output.detach();
+  sent_act_[j] = act;
+  return t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), act);
 }
 
 transport_status stage_executor::backward(std::int64_t k, int j, tensor_transport& t) {
@@ -71,39 +94,136 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
       return st;
     f.output.backward(grad);
   }
-  if (!is_first()) {
-    auto st = t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), f.input.grad());
-    if (!st)
-      return st;
-  }
+  at::Tensor input_grad = is_first() ? at::Tensor() : f.input.grad();
   pending_.erase(it);
-  return {};
+  progress_.backwards.insert(j);
+  if (is_first() || delivered_grad_.count(j))
+    return {};
+  sent_grad_[j] = input_grad;
+  return t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), input_grad);
 }
 
-step_outcome stage_executor::run_step(std::int64_t k, const std::vector<instruction>& ops,
-                                      tensor_transport& t) {
+void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
+  begin_step(k);
+  if (pending_.count(j))
+    return;
+  in_flight f;
+  f.input = activation.detach().requires_grad_(true);
+  auto x = run_layers(k, j, f.input);
+  if (is_last()) {
+    auto mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
+    x = compute_loss(x, mb.target);
+  }
+  f.output = x;
+  pending_[j] = std::move(f);
+}
+
+void stage_executor::promote(std::int64_t k) {
+  begin_step(k);
+  for (const auto& [j, f] : pending_)
+    progress_.inherited.insert(j);
+  progress_.forwards = progress_.inherited;
+}
+
+step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>& ops,
+                                 tensor_transport& t, stage_executor* replica,
+                                 const kill_hook& hook) {
   static auto logger = log::get("bamboo.stage");
+  begin_step(k);
   step_outcome out;
-  opt_->zero_grad();
-  pending_.clear();
-  for (const auto& op : ops) {
-    logger->debug("stage {} step {}: {}{}", stage_, k,
-                  op.kind == op_kind::forward ? 'F' : 'B', op.micro_batch);
-    out.status = op.kind == op_kind::forward ? forward(k, op.micro_batch, t, out)
-                                             : backward(k, op.micro_batch, t);
-    if (!out.status) {
-      pending_.clear();
+  while (next_op_ < ops.size()) {
+    const auto& op = ops[next_op_];
+    if (hook && hook(k, static_cast<int>(next_op_))) {
+      out.killed = true;
       return out;
     }
-    if (op.kind == op_kind::backward)
-      ++out.backwards;
+    logger->debug("stage {} step {}: {}", stage_, k, describe({op}));
+    if (op.kind == op_kind::frc) {
+      // Only when the replica is still a shadow and has the activation to use.
+      if (replica && sent_act_.count(op.micro_batch)) {
+        replica->frc(k, op.micro_batch, sent_act_[op.micro_batch]);
+        progress_.frc.insert(op.micro_batch);
+      }
+      ++next_op_;
+      continue;
+    }
+    const bool done = op.kind == op_kind::forward
+                        ? progress_.forwards.count(op.micro_batch) > 0
+                        : progress_.backwards.count(op.micro_batch) > 0;
+    transport_status st;
+    if (!(done && op.kind == op_kind::backward))
+      st = op.kind == op_kind::forward ? forward(k, op.micro_batch, t)
+                                       : backward(k, op.micro_batch, t);
+    // An op whose compute is done moves on even if its send failed: resend()
+    // covers the send, and nothing is ever computed twice.
+    const bool computed = op.kind == op_kind::forward
+                            ? progress_.forwards.count(op.micro_batch) > 0
+                            : progress_.backwards.count(op.micro_batch) > 0;
+    if (computed)
+      ++next_op_;
+    if (!st) {
+      out.status = st;
+      return out;
+    }
   }
+  progress_.complete = true;
+  for (const auto& [j, loss] : losses_)  // in micro-batch order
+    out.loss_sum += loss;
   out.grad_squares = opt_->grad_squares();
   return out;
 }
 
-void stage_executor::apply_update(std::int64_t k, double clip_coef) {
-  opt_->step(k, clip_coef);
+transport_status stage_executor::resend(const std::vector<int>& activations,
+                                        const std::vector<int>& gradients,
+                                        tensor_transport& t) {
+  const auto k = progress_.step;
+  for (int j : activations) {
+    auto it = sent_act_.find(j);
+    if (it == sent_act_.end() && pending_.count(j))
+      it = sent_act_.emplace(j, pending_[j].output.detach()).first;
+    if (it == sent_act_.end())
+      return {transport_errc::invalid, "no kept activation " + std::to_string(j)};
+    if (auto st = t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), it->second);
+        !st)
+      return st;
+  }
+  for (int j : gradients) {
+    auto it = sent_grad_.find(j);
+    if (it == sent_grad_.end())
+      return {transport_errc::invalid, "no kept gradient " + std::to_string(j)};
+    if (auto st = t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), it->second);
+        !st)
+      return st;
+  }
+  return {};
+}
+
+void stage_executor::set_delivered(std::int64_t k, const std::vector<int>& activations,
+                                   const std::vector<int>& gradients) {
+  begin_step(k);
+  delivered_act_.insert(activations.begin(), activations.end());
+  delivered_grad_.insert(gradients.begin(), gradients.end());
+}
+
+std::vector<at::Tensor> stage_executor::commit(std::int64_t k, double clip_coef) {
+  std::vector<at::Tensor> grads;
+  for (auto& p : opt_->params()) {
+    auto g = p.tensor.grad();
+    if (g.defined() && clip_coef < 1.0)
+      g.mul_(clip_coef);
+    grads.push_back(g);
+  }
+  opt_->step(k, 1.0);
+  return grads;
+}
+
+void stage_executor::apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads) {
+  auto& params = opt_->params();
+  for (std::size_t i = 0; i < params.size() && i < grads.size(); ++i)
+    params[i].tensor.mutable_grad() = grads[i];
+  opt_->step(k, 1.0);
+  // The FRC graphs of step k are of no use once it has committed.
+  pending_.clear();
 }
 
 } // namespace bamboo

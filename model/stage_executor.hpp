@@ -1,11 +1,19 @@
 // Runs one stage's instructions for a step: forwards and backwards of its layers,
 // receiving and sending activations and gradients through a tensor transport, and
 // the optimizer update once the step commits. Knows no actor and no plan.
+//
+// A step is resumable: when the transport is aborted (a peer was lost), run()
+// returns and keeps everything done so far; after the manager's re-plan, resend()
+// replays the tensors a peer still needs and run() continues where it stopped.
+// The same class holds a shadow replica: it applies the owner's gradients, runs
+// forward redundant computation (FRC), and becomes the owner on promotion.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "model/model.hpp"
@@ -16,13 +24,26 @@
 
 namespace bamboo {
 
-struct step_outcome {
-  transport_status status;   // not ok: the step could not finish here
-  double loss_sum = 0;       // sum of micro-batch losses (last stage only)
-  double grad_squares = 0;   // squared gradient norm of this stage's parameters
-  int forwards = 0;
-  int backwards = 0;
+// What a stage has done in the current step.
+struct step_progress {
+  std::int64_t step = -1;
+  std::set<int> forwards;   // forward computed (own, or inherited from FRC)
+  std::set<int> backwards;  // backward computed
+  std::set<int> frc;        // FRC this stage ran for its successor
+  std::set<int> inherited;  // forwards present from FRC when promoted
+  bool complete = false;    // every instruction done
 };
+
+struct step_outcome {
+  transport_status status;  // not ok: interrupted (aborted) or failed
+  bool killed = false;      // the preemption hook fired
+  double loss_sum = 0;      // sum of micro-batch losses in order (last stage)
+  double grad_squares = 0;  // squared gradient norm of this stage's parameters
+};
+
+// Called before compute instruction `index` of step k; true means "this node
+// dies now" (the stage actor asks again, with index == ops.size(), at commit).
+using kill_hook = std::function<bool(std::int64_t k, int index)>;
 
 class stage_executor {
 public:
@@ -33,10 +54,30 @@ public:
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == cfg_.stages - 1; }
 
-  // Runs `ops` of step k; on error the step's partial state is dropped.
-  step_outcome run_step(std::int64_t k, const std::vector<instruction>& ops,
-                        tensor_transport& t);
-  void apply_update(std::int64_t k, double clip_coef);
+  // Runs (or continues) step k's ops. `replica`: the successor's shadow, for FRC.
+  step_outcome run(std::int64_t k, const std::vector<instruction>& ops,
+                   tensor_transport& t, stage_executor* replica = nullptr,
+                   const kill_hook& hook = {});
+  // Sends again kept tensors a peer lost: activations to s+1, gradients to s-1.
+  transport_status resend(const std::vector<int>& activations,
+                          const std::vector<int>& gradients, tensor_transport& t);
+  // Peers already hold these: do not send them again in this step.
+  void set_delivered(std::int64_t k, const std::vector<int>& activations,
+                     const std::vector<int>& gradients);
+  // FRC on a replica: this stage's forward of micro-batch j of step k, its graph
+  // kept so that a promotion needs only the backward.
+  void frc(std::int64_t k, int j, const at::Tensor& activation);
+
+  // Owner at commit: clips, returns the gradients (for the shadow), updates.
+  std::vector<at::Tensor> commit(std::int64_t k, double clip_coef);
+  // Shadow: the same update from the owner's (clipped) gradients.
+  void apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads);
+  // Steps whose update has been applied (== k+1 once step k committed here).
+  std::int64_t updates() const { return opt_->steps_taken(); }
+
+  const step_progress& progress() const { return progress_; }
+  // Marks promotion: FRC'd forwards of step k count as inherited.
+  void promote(std::int64_t k);
 
   // Parameters named by global layer path ("layers.3.attn.qkv.weight").
   const std::vector<named_tensor>& parameters() const { return opt_->params(); }
@@ -47,8 +88,10 @@ private:
     at::Tensor input;   // leaf that receives the input gradient (undefined on stage 0)
     at::Tensor output;  // activation sent on, or the loss on the last stage
   };
-  transport_status forward(std::int64_t k, int j, tensor_transport& t, step_outcome& out);
+  void begin_step(std::int64_t k);
+  transport_status forward(std::int64_t k, int j, tensor_transport& t);
   transport_status backward(std::int64_t k, int j, tensor_transport& t);
+  at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
 
   train_config cfg_;
   int stage_;
@@ -57,7 +100,15 @@ private:
   sample_order order_;
   std::vector<layer_ptr> layers_;
   std::unique_ptr<adamw> opt_;
+
+  // Per-step state, kept until the next step begins (lazy redundancy: a
+  // promoted successor or predecessor may need the tensors again).
+  step_progress progress_;
+  std::size_t next_op_ = 0;
   std::map<int, in_flight> pending_;
+  std::map<int, at::Tensor> sent_act_, sent_grad_;
+  std::map<int, double> losses_;
+  std::set<int> delivered_act_, delivered_grad_;
 };
 
 } // namespace bamboo

@@ -75,6 +75,10 @@ struct writer {
     r.setStep(x.step);
     r.setLossSum(x.loss_sum);
     r.setGradSquares(x.grad_squares);
+    r.setForwards(x.forwards);
+    r.setBackwards(x.backwards);
+    r.setFrc(x.frc);
+    r.setInherited(x.inherited);
   }
   void operator()(const commit& x) {
     auto c = b.initCommit();
@@ -118,8 +122,10 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     }
     case wire::Frame::Body::STEP_REPORT: {
       auto r = b.getStepReport();
-      return step_report{r.getNode(), r.getStage(), r.getGeneration(),
-                         r.getStep(), r.getLossSum(), r.getGradSquares()};
+      return step_report{r.getNode(),      r.getStage(),     r.getGeneration(),
+                         r.getStep(),      r.getLossSum(),   r.getGradSquares(),
+                         r.getForwards(),  r.getBackwards(), r.getFrc(),
+                         r.getInherited()};
     }
     case wire::Frame::Body::COMMIT: {
       auto c = b.getCommit();

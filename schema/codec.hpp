@@ -61,6 +61,10 @@ struct step_report {
   std::uint64_t step = 0;
   double loss_sum = 0;
   double grad_squares = 0;
+  std::uint32_t forwards = 0;
+  std::uint32_t backwards = 0;
+  std::uint32_t frc = 0;
+  std::uint32_t inherited = 0;
 };
 
 struct commit {

@@ -52,6 +52,10 @@ struct StepReport {
   step @3 :UInt64;
   lossSum @4 :Float64;
   gradSquares @5 :Float64;
+  forwards @6 :UInt32;    # forwards this stage computed in the step
+  backwards @7 :UInt32;
+  frc @8 :UInt32;         # forward redundant computations for the successor
+  inherited @9 :UInt32;   # forwards taken over from FRC on promotion
 }
 
 struct Commit {
