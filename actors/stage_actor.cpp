@@ -53,6 +53,7 @@ struct stage_state {
     ops_ = make_schedule(stage_, spec_.cfg.stages, spec_.cfg.micro_batches(),
                          spec_.cfg.redundancy);
     frc_enabled_ = spec_.replica != nullptr;
+    self_->set_default_handler(caf::print_and_drop);
   }
 
   caf::behavior active() {
@@ -90,6 +91,7 @@ struct stage_state {
         spec_.executor->promote(o.step);
         resume(o);
       },
+      [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
       [this](params_atom) { return state_blobs(); },
     };
   }

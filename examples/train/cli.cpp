@@ -44,6 +44,23 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
     ->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");
+  std::string redundancy = "lazy";
+  app.add_option("--redundancy", redundancy, "off, lazy or eager")
+    ->check(CLI::IsMember({"off", "lazy", "eager"}))
+    ->capture_default_str();
+  std::vector<std::string> preempt;
+  app.add_option("--preempt", preempt,
+                 "inject a preemption: node=N@step=K[.op=J] or rate=R (kills per 100 steps)");
+  app.add_flag("--print-schedule", o.print_schedule,
+               "print each stage's instruction timeline for one step and exit");
+  int heartbeat_ms = static_cast<int>(o.run.heartbeat_period.count());
+  app.add_option("--heartbeat-ms", heartbeat_ms, "failure detector heartbeat period")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
+  app.add_option("--heartbeat-misses", o.run.heartbeat_misses,
+                 "missed heartbeats before a node is declared lost")
+    ->check(CLI::PositiveNumber)
+    ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -55,6 +72,16 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     return std::nullopt;
   }
   m.kind = model == "bert" ? model_kind::bert : model_kind::gpt;
+  c.redundancy = redundancy == "off"     ? redundancy_mode::off
+                 : redundancy == "eager" ? redundancy_mode::eager
+                                         : redundancy_mode::lazy;
+  o.run.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
+  for (const auto& p : preempt)
+    if (auto problem = parse_preempt(p, o.run.preemptions, o.run.preempt_rate)) {
+      std::cerr << "bamboo-train: error: " << *problem << "\n";
+      exit_code = 2;
+      return std::nullopt;
+    }
   if (auto problem = validate(c)) {
     std::cerr << "bamboo-train: error: " << *problem << "\n";
     exit_code = 2;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/embedded_cluster.hpp"
 #include "model/config.hpp"
 
 namespace bamboo::app {
@@ -14,6 +15,8 @@ struct cli_options {
   std::string metrics;  // CSV path, empty for none
   std::string log_level = "info";
   bool quiet = false;
+  bool print_schedule = false;
+  run_options run;  // preemptions and detector settings
 };
 
 // Parses argv. On --help prints usage and sets exit_code 0; on bad input prints

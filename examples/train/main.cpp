@@ -2,7 +2,7 @@
 // actor, driven by the cluster manager. Reads like this:
 //   1. parse the command line into a train_config,
 //   2. run it in an embedded cluster, printing progress and writing metrics,
-//   3. summarise.
+//   3. summarise: steps, preemptions survived, recomputed work, failover latency.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,9 +10,41 @@
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
 #include "examples/train/cli.hpp"
+#include "model/schedule.hpp"
 #include "transport/log.hpp"
 
 using namespace bamboo;
+
+namespace {
+
+void print_summary(const train_config& cfg, const run_result& r, double elapsed) {
+  const auto& steps = r.steps;
+  if (steps.empty())
+    return;
+  int fwd = 0, bwd = 0;
+  std::string latencies;
+  for (const auto& f : r.failovers) {
+    fwd += f.recomputed_forwards;
+    bwd += f.recomputed_backwards;
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%.3f s (node %d, step %lld)",
+                  latencies.empty() ? "" : ", ", f.latency_s, f.node,
+                  static_cast<long long>(f.step));
+    latencies += buf;
+  }
+  double mean_step = elapsed / steps.size();
+  std::printf("summary: %zu steps, loss %.4f -> %.4f, %.1f samples/s overall\n",
+              steps.size(), steps.front().loss, steps.back().loss,
+              elapsed > 0 ? cfg.global_batch * steps.size() / elapsed : 0.0);
+  std::printf("summary: redundancy %s, %zu preemptions survived, %d forwards + %d "
+              "backwards recomputed (micro-batch passes), mean step %.3f s\n",
+              to_string(cfg.redundancy), r.failovers.size(), fwd, bwd, mean_step);
+  if (!r.failovers.empty())
+    std::printf("summary: failover latency, kill to step completion: %s\n",
+                latencies.c_str());
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   int exit_code = 0;
@@ -21,6 +53,13 @@ int main(int argc, char** argv) {
     return exit_code;
   log::set_level(opts->log_level);
   const auto& cfg = opts->cfg;
+  if (opts->print_schedule) {
+    std::printf("1F1B, S=%d, M=%d, redundancy %s (unit costs: F=1 R=1 B=2; '.' idle, "
+                "R = forward redundant computation for the successor)\n%s",
+                cfg.stages, cfg.micro_batches(), to_string(cfg.redundancy),
+                timeline(cfg.stages, cfg.micro_batches(), cfg.redundancy).c_str());
+    return 0;
+  }
 
   std::ofstream metrics;
   if (!opts->metrics.empty()) {
@@ -34,7 +73,7 @@ int main(int argc, char** argv) {
   }
 
   double elapsed = 0;
-  run_options run;
+  run_options run = opts->run;
   run.on_step = [&](const step_record& r) {
     elapsed += r.seconds;
     if (metrics.is_open()) {
@@ -57,15 +96,15 @@ int main(int argc, char** argv) {
   auto result = run_embedded(cfg, run);
   if (!result) {
     const auto code = static_cast<errc>(result.error().code());
-    const bool bad_input = result.error().category() == error_category &&
-                           (code == errc::invalid_config || code == errc::invalid_data);
+    const bool ours = result.error().category() == error_category;
+    if (ours && code == errc::unrecoverable_failure) {
+      std::cerr << "bamboo-train: fatal: " << describe(result.error()) << "\n";
+      return 3;
+    }
+    const bool bad_input = ours && (code == errc::invalid_config || code == errc::invalid_data);
     std::cerr << "bamboo-train: error: " << describe(result.error()) << "\n";
     return bad_input ? 2 : 1;
   }
-  const auto& steps = result->steps;
-  if (!steps.empty())
-    std::printf("done: %zu steps, loss %.4f -> %.4f, %.1f samples/s overall\n",
-                steps.size(), steps.front().loss, steps.back().loss,
-                elapsed > 0 ? cfg.global_batch * steps.size() / elapsed : 0.0);
+  print_summary(cfg, *result, elapsed);
   return 0;
 }

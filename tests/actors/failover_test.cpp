@@ -1,0 +1,199 @@
+// Mid-step failover: a node killed before any instruction of a step (or just
+// before its optimizer update) is covered by its predecessor's shadow, and the
+// run ends with the very bits of the fault-free run.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "actors/embedded_cluster.hpp"
+#include "actors/errors.hpp"
+#include "model/schedule.hpp"
+
+using namespace bamboo;
+
+namespace {
+
+train_config failover_config(redundancy_mode mode) {
+  train_config c;
+  c.model.layers = 2;  // 4 pipeline layers: one per stage
+  c.model.d_model = 32;
+  c.model.heads = 2;
+  c.model.seq_len = 16;
+  c.model.vocab = 64;
+  c.model.dropout = 0.1;
+  c.stages = 4;
+  c.micro_batch = 2;
+  c.global_batch = 8;  // M = 4
+  c.steps = 3;
+  c.seed = 5;
+  c.threads = 1;
+  c.optim.clip_norm = 0;
+  c.redundancy = mode;
+  return c;
+}
+
+run_result run(const train_config& c, std::vector<preempt_spec> kills = {}) {
+  run_options o;
+  o.collect_parameters = true;
+  o.preemptions = std::move(kills);
+  auto r = run_embedded(c, o);
+  if (!r)
+    FAIL("run failed: " << describe(r.error()));
+  return std::move(*r);
+}
+
+bool same_bits(const run_result& a, const run_result& b) {
+  if (a.steps.size() != b.steps.size() || a.parameters.size() != b.parameters.size())
+    return false;
+  for (std::size_t k = 0; k < a.steps.size(); ++k)
+    if (a.steps[k].loss != b.steps[k].loss)
+      return false;
+  for (std::size_t i = 0; i < a.parameters.size(); ++i) {
+    const auto& x = a.parameters[i].values;
+    const auto& y = b.parameters[i].values;
+    if (a.parameters[i].name != b.parameters[i].name || x.size() != y.size() ||
+        std::memcmp(x.data(), y.data(), 4 * x.size()) != 0)
+      return false;
+  }
+  return true;
+}
+
+void sweep(redundancy_mode mode) {
+  const auto cfg = failover_config(mode);
+  const int m = cfg.micro_batches();
+  const auto ref = run(cfg);
+  const std::int64_t k = 1;
+  for (int node = 0; node < cfg.stages; ++node) {
+    const int ops = static_cast<int>(make_schedule(node, cfg.stages, m, mode).size());
+    for (int op = 0; op <= ops; ++op) {  // op == ops: just before the update
+      INFO("redundancy " << to_string(mode) << ", kill node " << node << " at step " << k
+                         << " before instruction " << op << " of " << ops);
+      auto got = run(cfg, {{node, k, op}});
+      REQUIRE(got.failovers.size() == 1);
+      CHECK(got.failovers[0].node == node);
+      CHECK(same_bits(ref, got));
+      const auto& step = got.steps.at(k);
+      CHECK(step.event == "failover");
+      CHECK(step.generation == 2);
+      const int pred = (node + cfg.stages - 1) % cfg.stages;
+      for (int s = 0; s < cfg.stages; ++s) {
+        const auto& w = step.work.at(s);
+        INFO("stage " << s);
+        // Each micro-batch is computed exactly once per stage: survivors never
+        // redo work, the heir computes only what FRC did not already do.
+        CHECK(w.backwards == static_cast<unsigned>(m));
+        CHECK(w.forwards + w.inherited == static_cast<unsigned>(m));
+        if (s != node)
+          CHECK(w.inherited == 0);
+      }
+      const auto& heir = step.work.at(node);
+      if (mode == redundancy_mode::lazy)
+        CHECK(heir.inherited == 0);
+      else  // every FRC the predecessor ran before the loss is a forward not redone
+        CHECK(heir.inherited == step.work.at(pred).frc);
+      CHECK(got.failovers[0].recomputed_forwards + got.failovers[0].inherited >= 0);
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("a node killed at any instruction in lazy mode changes no bit of the run",
+          "[actors]") {
+  sweep(redundancy_mode::lazy);
+}
+
+TEST_CASE("a node killed at any instruction in eager mode changes no bit of the run",
+          "[actors]") {
+  sweep(redundancy_mode::eager);
+}
+
+TEST_CASE("eager FRC spares the heir the forwards it already ran", "[actors]") {
+  // Node 2 dies before its last backward: by then node 1 ran FRC for all of
+  // stage 2's micro-batches but the last, so the heir recomputes few forwards.
+  auto cfg = failover_config(redundancy_mode::eager);
+  const int ops = static_cast<int>(make_schedule(2, 4, 4, cfg.redundancy).size());
+  auto got = run(cfg, {{2, 1, ops - 1}});
+  REQUIRE(got.failovers.size() == 1);
+  const auto& heir = got.steps.at(1).work.at(2);
+  CHECK(heir.inherited >= 1);
+  CHECK(heir.forwards + heir.inherited == 4);
+  CHECK(got.failovers[0].recomputed_backwards == 3);
+}
+
+TEST_CASE("shadows equal their owners bit for bit after every step", "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  cfg.steps = 20;
+  cfg.optim.clip_norm = 0.5;  // the shadow must apply the same clipped update
+  auto r = run(cfg);
+  REQUIRE(r.shadow_state.size() == r.parameters.size());
+  for (std::size_t i = 0; i < r.parameters.size(); ++i) {
+    INFO(r.parameters[i].name);
+    REQUIRE(r.shadow_state[i].name == r.parameters[i].name);
+    const auto& a = r.parameters[i].values;
+    const auto& b = r.shadow_state[i].values;
+    REQUIRE(a.size() == b.size());
+    CHECK(std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);
+  }
+  // The step counters are among the compared blobs: 20 updates each.
+  CHECK(r.parameters.back().name == "stage3#steps");
+  CHECK(r.parameters.back().values[0] == 20.0f);
+}
+
+TEST_CASE("two non-neighbouring losses in one run are both covered", "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  auto ref = run(cfg);
+  auto got = run(cfg, {{1, 0, 3}, {3, 2, 5}});
+  CHECK(got.failovers.size() == 2);
+  CHECK(same_bits(ref, got));
+  CHECK(got.steps.at(1).event == "degraded");
+  CHECK(got.steps.back().generation == 3);
+}
+
+TEST_CASE("two neighbours lost in one step are reported as unrecoverable", "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  run_options o;
+  o.preemptions = {{1, 1, 0}, {2, 1, 2}};
+  auto r = run_embedded(cfg, o);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code() == static_cast<std::uint8_t>(errc::unrecoverable_failure));
+  CHECK(describe(r.error()).find("checkpoint") != std::string::npos);
+}
+
+TEST_CASE("with redundancy off a loss is unrecoverable", "[actors]") {
+  auto cfg = failover_config(redundancy_mode::off);
+  run_options o;
+  o.preemptions = {{2, 1, 1}};
+  auto r = run_embedded(cfg, o);
+  REQUIRE_FALSE(r);
+  CHECK(describe(r.error()).find("redundancy off") != std::string::npos);
+}
+
+TEST_CASE("heartbeats keep their period while a stage runs a long backward pass",
+          "[actors]") {
+  train_config c;
+  c.model.layers = 2;
+  c.model.d_model = 384;
+  c.model.heads = 4;
+  c.model.seq_len = 256;
+  c.stages = 2;
+  c.micro_batch = 8;
+  c.global_batch = 16;
+  c.steps = 2;
+  c.threads = 1;
+  run_options o;
+  o.heartbeat_period = std::chrono::milliseconds(40);
+  auto r = run_embedded(c, o);
+  REQUIRE(r);
+  double busy = 0;
+  for (auto& s : r->steps)
+    busy += s.seconds;
+  INFO("training took " << busy << " s");
+  REQUIRE(busy > 0.4);  // long enough to show the detector was not held up
+  for (std::size_t n = 0; n < r->heartbeats.size(); ++n) {
+    INFO("node " << n << ": " << r->heartbeats[n] << " beats, max gap "
+                 << r->heartbeat_max_gap_s[n] << " s");
+    CHECK(r->heartbeats[n] >= static_cast<int>(busy / 0.04 * 0.6));
+    CHECK(r->heartbeat_max_gap_s[n] < 3 * 0.04);
+  }
+}
