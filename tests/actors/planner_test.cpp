@@ -85,7 +85,7 @@ TEST_CASE("the step ledger sets the clip once all reported and waits for shadows
   CHECK(l.committed(0));
 }
 
-TEST_CASE("--preempt values parse, and bad ones are named", "[actors]") {
+TEST_CASE("preemption options parse, and bad ones are named", "[actors]") {
   std::vector<preempt_spec> kills;
   double rate = 0;
   CHECK_FALSE(parse_preempt("node=2@step=10.op=3", kills, rate));
