@@ -207,9 +207,11 @@ private:
       return die(k, static_cast<int>(ops_.size()));
     try {
       auto grads = std::make_shared<gradient_list>();
-      grads->grads = ex.commit(k, c.clip_coef);
+      grads->grads = ex.clip_gradients(c.clip_coef);
+      // The shadow applies the same update on its own thread, meanwhile.
       if (shadow_)
         self_->send(shadow_, shadow_update{c.generation, k, stage_, grads});
+      ex.apply_update(k);
     } catch (const std::exception& e) {
       self_->send(supervisor_, step_failed_atom::value, c.generation, k, stage_,
                   std::string("optimizer update: ") + e.what());

@@ -34,6 +34,8 @@ public:
   const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }
 
 private:
+  void fused_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& m,
+                    at::Tensor& v, float decay, double step_size, double bc2_sqrt) const;
   std::vector<named_tensor> params_;
   std::vector<bool> decay_;
   std::vector<at::Tensor> m_, v_;

@@ -205,7 +205,8 @@ void stage_executor::set_delivered(std::int64_t k, const std::vector<int>& activ
   delivered_grad_.insert(gradients.begin(), gradients.end());
 }
 
-std::vector<at::Tensor> stage_executor::commit(std::int64_t k, double clip_coef) {
+std::vector<at::Tensor> stage_executor::clip_gradients(double clip_coef) {
+  at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (auto& p : opt_->params()) {
     auto g = p.tensor.grad();
@@ -213,8 +214,12 @@ std::vector<at::Tensor> stage_executor::commit(std::int64_t k, double clip_coef)
       g.mul_(clip_coef);
     grads.push_back(g);
   }
-  opt_->step(k, 1.0);
   return grads;
+}
+
+void stage_executor::apply_update(std::int64_t k) {
+  // The gradients are only read from here on (the shadow reads them too).
+  opt_->step(k, 1.0);
 }
 
 void stage_executor::apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads) {

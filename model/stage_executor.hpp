@@ -68,8 +68,10 @@ public:
   // kept so that a promotion needs only the backward.
   void frc(std::int64_t k, int j, const at::Tensor& activation);
 
-  // Owner at commit: clips, returns the gradients (for the shadow), updates.
-  std::vector<at::Tensor> commit(std::int64_t k, double clip_coef);
+  // Owner at commit: clips in place and returns the gradients (for the shadow,
+  // which may apply them while the owner runs apply_update).
+  std::vector<at::Tensor> clip_gradients(double clip_coef);
+  void apply_update(std::int64_t k);
   // Shadow: the same update from the owner's (clipped) gradients.
   void apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads);
   // Steps whose update has been applied (== k+1 once step k committed here).

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -51,6 +52,41 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   std::ofstream("/tmp/bamboo_cli_odd.bin", std::ios::binary) << "abc";
   check_rejected("--data /tmp/bamboo_cli_odd.bin", "odd length");
   check_rejected("--metrics /nonexistent/dir/m.csv --steps 1", "metrics");
+  check_rejected("--preempt node=9@step=1", "node 9");
+  check_rejected("--preempt sometimes", "--preempt 'sometimes'");
+  check_rejected("--redundancy always", "--redundancy");
+}
+
+TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",
+          "[examples]") {
+  auto r = run_train("--steps 4 --stages 4 --quiet --log-level off --preempt "
+                     "node=1@step=1.op=0 --preempt node=2@step=1.op=1");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(r.output.find("fatal") != std::string::npos);
+  CHECK(r.output.find("checkpoint") != std::string::npos);
+  CHECK(r.output.find('\n') == r.output.size() - 1);
+}
+
+TEST_CASE("bamboo-train survives injected preemptions and summarises them",
+          "[examples]") {
+  auto r = run_train("--steps 6 --stages 4 --redundancy eager --log-level warn "
+                     "--preempt node=1@step=2.op=3 --preempt node=3@step=4 --metrics "
+                     "/tmp/bamboo_cli_failover.csv");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("2 preemptions survived") != std::string::npos);
+  std::ifstream in("/tmp/bamboo_cli_failover.csv");
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  CHECK(all.find(",failover") != std::string::npos);
+  CHECK(all.find(",degraded") != std::string::npos);
+}
+
+TEST_CASE("bamboo-train prints the schedule with FRC slots marked", "[examples]") {
+  auto r = run_train("--print-schedule --stages 4 --redundancy eager");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("stage 3 |") != std::string::npos);
+  CHECK(r.output.find("R0") != std::string::npos);
 }
 
 TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {

@@ -1,0 +1,96 @@
+// What redundancy costs and what failover takes, measured in one run:
+//   1. fault-free throughput of lazy and eager over off (medians of interleaved runs);
+//   2. failover latency, from the kill to the completion of the step it hit,
+//      next to the fault-free step time.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "actors/embedded_cluster.hpp"
+#include "actors/errors.hpp"
+#include "transport/log.hpp"
+
+using namespace bamboo;
+
+namespace {
+
+constexpr int warmup_steps = 2;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+train_config bench_config(redundancy_mode mode) {
+  train_config c;
+  c.model.layers = 4;
+  c.model.d_model = 256;
+  c.model.heads = 8;
+  c.model.seq_len = 128;
+  c.stages = 2;
+  c.micro_batch = 4;
+  c.global_batch = 32;
+  c.steps = 8;
+  c.threads = 1;
+  c.redundancy = mode;
+  return c;
+}
+
+run_result run(const train_config& c, const run_options& o = {}) {
+  auto r = run_embedded(c, o);
+  if (!r) {
+    std::fprintf(stderr, "bench: %s\n", describe(r.error()).c_str());
+    std::exit(1);
+  }
+  return std::move(*r);
+}
+
+double median_step(const run_result& r) {
+  std::vector<double> t;
+  for (const auto& s : r.steps)
+    if (s.step >= warmup_steps && s.event.empty())
+      t.push_back(s.seconds);
+  return median(t);
+}
+
+} // namespace
+
+int main() {
+  log::set_level("warn");
+  std::vector<double> off, lazy, eager;
+  for (int round = 0; round < 3; ++round) {
+    off.push_back(median_step(run(bench_config(redundancy_mode::off))));
+    lazy.push_back(median_step(run(bench_config(redundancy_mode::lazy))));
+    eager.push_back(median_step(run(bench_config(redundancy_mode::eager))));
+  }
+  const double t_off = median(off), t_lazy = median(lazy), t_eager = median(eager);
+  const auto c = bench_config(redundancy_mode::lazy);
+  std::printf("model: gpt, %d blocks, d_model %d, seq %d; S=%d, G=%d m=%d; 1 thread per "
+              "stage\n",
+              c.model.layers, c.model.d_model, c.model.seq_len, c.stages, c.global_batch,
+              c.micro_batch);
+  std::printf("fault-free step: off %.4f s, lazy %.4f s, eager %.4f s\n", t_off, t_lazy,
+              t_eager);
+  std::printf("throughput lazy / off:   %.3f  (goal >= 0.97)\n", t_off / t_lazy);
+  std::printf("throughput eager / off:  %.3f  (goal >= 0.90)\n", t_off / t_eager);
+
+  for (auto mode : {redundancy_mode::lazy, redundancy_mode::eager}) {
+    auto cfg = bench_config(mode);
+    // Node 1 (the last stage) dies before its 4th instruction of step 4.
+    run_options o;
+    o.preemptions = {{1, 4, 4}};
+    auto r = run(cfg, o);
+    if (r.failovers.size() != 1) {
+      std::fprintf(stderr, "bench: expected one failover\n");
+      return 1;
+    }
+    const auto& f = r.failovers[0];
+    const double step = median_step(r);
+    std::printf("failover (%s): kill -> detected %.4f s, kill -> step complete %.4f s; "
+                "fault-free step %.4f s; ratio %.2f step times; %d forwards + %d "
+                "backwards recomputed, %d from FRC\n",
+                to_string(mode), f.detect_s, f.latency_s, step, f.latency_s / step,
+                f.recomputed_forwards, f.recomputed_backwards, f.inherited);
+  }
+  return 0;
+}
