@@ -18,9 +18,31 @@ cluster_plan cluster_plan::initial(int stages, redundancy_mode mode) {
   return p;
 }
 
+cluster_plan cluster_plan::assign(const std::vector<int>& nodes, int pipelines, int stages,
+                                  redundancy_mode mode) {
+  cluster_plan p;
+  p.pipelines = pipelines;
+  p.stages = stages;
+  p.mode = mode;
+  int max_id = 0;
+  for (int n : nodes)
+    max_id = std::max(max_id, n);
+  p.alive.assign(max_id + 1, false);
+  const bool shadows = mode != redundancy_mode::off && stages > 1;
+  for (int c = 0; c < pipelines * stages; ++c) {
+    p.owner.push_back(nodes.at(c));
+    p.alive[nodes[c]] = true;
+  }
+  for (int c = 0; c < pipelines * stages; ++c) {
+    const int pipe = c / stages, s = c % stages;
+    p.shadow.push_back(shadows ? p.owner[pipe * stages + (s + stages - 1) % stages] : -1);
+  }
+  return p;
+}
+
 std::vector<int> cluster_plan::stages_of(int node) const {
   std::vector<int> out;
-  for (int s = 0; s < stages; ++s)
+  for (int s = 0; s < static_cast<int>(owner.size()); ++s)
     if (owner[s] == node)
       out.push_back(s);
   return out;
@@ -45,7 +67,7 @@ failover_decision plan_failover(const cluster_plan& plan, int node) {
               " stages (it had already taken over a lost neighbour)";
     return d;
   }
-  for (int s = 0; s < plan.stages; ++s)
+  for (std::size_t s = 0; s < plan.shadow.size(); ++s)
     if (plan.shadow[s] == node)
       d.plan.shadow[s] = -1;  // its replica died with it
   for (int s : lost) {

@@ -14,7 +14,7 @@ namespace bamboo {
 
 struct cluster_plan {
   std::uint64_t generation = 1;
-  int stages = 0;
+  int stages = 0;  // per pipeline; owner/shadow are indexed by p * stages + s
   redundancy_mode mode = redundancy_mode::lazy;
   std::vector<int> owner;   // stage -> node running it
   std::vector<int> shadow;  // stage -> node holding its replica, -1 for none
@@ -22,6 +22,12 @@ struct cluster_plan {
 
   // Node i runs stage i and holds the replica of stage (i+1) mod S (if any).
   static cluster_plan initial(int stages, redundancy_mode mode);
+  // P pipelines of S stages over `nodes` (coordinate p*S+s runs on nodes[p*S+s]);
+  // the replica of (p, s) lives on the node of (p, s-1 mod S). Node ids index
+  // `alive`, so they should be small integers.
+  static cluster_plan assign(const std::vector<int>& nodes, int pipelines, int stages,
+                             redundancy_mode mode);
+  int pipelines = 1;
   std::vector<int> stages_of(int node) const;
   int live_nodes() const;
 };

@@ -16,8 +16,8 @@ struct outcome {
   std::string output;
 };
 
-outcome run_train(const std::string& args) {
-  std::string cmd = std::string(BAMBOO_TRAIN_BIN) + " " + args + " 2>&1";
+outcome run_command(const std::string& cmd_line) {
+  std::string cmd = cmd_line + " 2>&1";
   outcome out;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
@@ -27,6 +27,10 @@ outcome run_train(const std::string& args) {
   int st = pclose(p);
   out.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return out;
+}
+
+outcome run_train(const std::string& args) {
+  return run_command(std::string(BAMBOO_TRAIN_BIN) + " " + args);
 }
 
 void check_rejected(const std::string& args, const std::string& needle) {
@@ -103,4 +107,49 @@ TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {
     ++rows;
   CHECK(rows == 3);
   CHECK(run_train("--help").status == 0);
+}
+
+namespace {
+
+void check_sim_rejected(const std::string& args, const std::string& needle) {
+  INFO("bamboo-sim " << args);
+  auto r = run_command(std::string(BAMBOO_SIM_BIN) + " " + args);
+  INFO(r.output);
+  CHECK(r.status == 2);
+  CHECK(r.output.find(needle) != std::string::npos);
+  CHECK(r.output.find('\n') == r.output.size() - 1);
+}
+
+} // namespace
+
+TEST_CASE("bamboo-sim rejects bad traces and options with exit status 2", "[examples]") {
+  std::ofstream("/tmp/bamboo_sim_bad.csv") << "0,add,n1\n1000,add,n2\n2000,drop,n1\n";
+  check_sim_rejected("--trace /tmp/bamboo_sim_bad.csv", "bamboo_sim_bad.csv:3:");
+  std::ofstream("/tmp/bamboo_sim_unknown.csv") << "0,add,n1\n5,remove,n7\n";
+  check_sim_rejected("--trace /tmp/bamboo_sim_unknown.csv", "unknown node 'n7'");
+  std::ofstream("/tmp/bamboo_sim_empty.csv") << "\n";
+  check_sim_rejected("--trace /tmp/bamboo_sim_empty.csv", "empty");
+  check_sim_rejected("--trace /nonexistent.csv", "cannot read");
+  check_sim_rejected("", "--trace");
+  check_sim_rejected("--generate sometimes", "--generate");
+  check_sim_rejected("--generate hourly --duration soon", "--duration");
+  check_sim_rejected("--generate hourly --policy magic", "--policy");
+}
+
+TEST_CASE("bamboo-sim replays a published trace and writes its outputs", "[examples]") {
+  const std::string trace = std::string(BAMBOO_TRACES_DIR) + "/aws-p3-trace.csv";
+  auto r = run_command(std::string(BAMBOO_SIM_BIN) + " --trace " + trace +
+                       " --policy bamboo-nsdi23 --model gpt2 --duration 12h --summary "
+                       "/tmp/bamboo_sim.json --series /tmp/bamboo_sim.csv --plot "
+                       "/tmp/bamboo_sim.svg");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream in("/tmp/bamboo_sim.json");
+  std::string json((std::istreambuf_iterator<char>(in)), {});
+  for (auto key : {"\"steps\"", "\"preemptions\"", "\"fatal_failures\"", "\"mean_instances\"",
+                   "\"samples_per_s\"", "\"cost_per_h\"", "\"value\""})
+    CHECK(json.find(key) != std::string::npos);
+  std::ifstream svg("/tmp/bamboo_sim.svg");
+  std::string plot((std::istreambuf_iterator<char>(svg)), {});
+  CHECK(plot.find("<polyline") != std::string::npos);
 }

@@ -1,0 +1,491 @@
+#include "examples/sim/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "actors/planner.hpp"
+#include "examples/sim/py_heap.hpp"
+
+namespace bamboo::sim {
+
+const char* to_string(policy_kind p) {
+  switch (p) {
+    case policy_kind::nsdi23: return "bamboo-nsdi23";
+    case policy_kind::bamboo: return "bamboo";
+    case policy_kind::checkpoint_restart: return "checkpoint-restart";
+    case policy_kind::on_demand: return "on-demand";
+  }
+  return "?";
+}
+
+const char* to_string(sim_redundancy r) {
+  switch (r) {
+    case sim_redundancy::off: return "off";
+    case sim_redundancy::lazy: return "lazy";
+    case sim_redundancy::eager: return "eager";
+    case sim_redundancy::adaptive: return "adaptive";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double ms_per_hour = 3600000.0;
+
+// Ranked as in the original: add < remove < generate < ready < global timeout
+// < local timeout < step.
+enum event_kind { ev_add = 1, ev_remove = 2, ev_generate = 3, ev_ready = 4,
+                  ev_global_timeout = 5, ev_local_timeout = 6, ev_step = 7 };
+
+struct event {
+  std::int64_t ms;
+  int kind;
+  int node;               // add/remove/ready
+  std::uint64_t version;  // step
+};
+
+struct event_less {
+  bool operator()(const event& a, const event& b) const {
+    return a.ms != b.ms ? a.ms < b.ms : a.kind < b.kind;
+  }
+};
+
+enum class node_status { creating, ready, running };
+enum class system_status { stopped, rendezvous, running };
+
+struct instance {
+  std::int64_t start = 0;
+  node_status status = node_status::creating;
+  std::vector<int> coords;  // p * S + s
+};
+
+// A step function sampled at change points, averaged like the original.
+struct step_fn {
+  std::vector<std::pair<double, double>> points;
+  void add(double x, double y) { points.push_back({x, y}); }
+  double average(double duration) const {
+    double px = 0, py = 0, total = 0;
+    for (auto [x, y] : points) {
+      total += (x - px) * py;
+      px = x;
+      py = y;
+    }
+    total += (duration - px) * py;
+    return duration > 0 ? total / duration : 0;
+  }
+};
+
+class engine {
+public:
+  explicit engine(const sim_options& o) : o_(o), stages_(o.prof.stages) {}
+
+  sim_result run(const std::vector<trace_event>& trace) {
+    std::map<std::string, int> ids;
+    for (const auto& e : trace) {
+      auto [it, fresh] = ids.emplace(e.node, static_cast<int>(ids.size()));
+      (void)fresh;
+      push({e.ms, e.add ? ev_add : ev_remove, it->second, 0});
+    }
+    nodes_.resize(ids.size());
+    std::int64_t now = 0;
+    while (!events_.empty()) {
+      event e = events_.pop();
+      if (o_.duration_ms && e.ms > *o_.duration_ms) {
+        now = *o_.duration_ms;
+        break;
+      }
+      now = e.ms;
+      handle(e);
+      if (!o_.duration_ms && o_.prof.target_steps > 0 && steps_ >= o_.prof.target_steps)
+        break;
+      if (!events_.empty() && events_.top().ms == now)
+        continue;
+      instances_.add(now / ms_per_hour, static_cast<double>(live_.size()));
+    }
+    return finish(now);
+  }
+
+private:
+  void push(const event& e) { events_.push(e); }
+
+  void handle(const event& e) {
+    switch (e.kind) {
+      case ev_add: on_add(e.ms, e.node); break;
+      case ev_remove: on_remove(e.ms, e.node); break;
+      case ev_ready: on_ready(e.ms, e.node); break;
+      case ev_global_timeout: on_rendezvous_timeout(e.ms, true); break;
+      case ev_local_timeout: on_rendezvous_timeout(e.ms, false); break;
+      case ev_step: on_step(e.ms, e.version); break;
+      default: break;
+    }
+  }
+
+  bool is_live(int n) const {
+    return std::find(live_.begin(), live_.end(), n) != live_.end();
+  }
+
+  void note(std::int64_t ms, const char* what) {
+    if (!o_.record_series)
+      return;
+    series_.push_back({ms / ms_per_hour, static_cast<int>(live_.size()), last_perf_,
+                       o_.spot_price * live_.size(), steps_, pipelines_, what});
+  }
+
+  void append_cost(std::int64_t ms) {
+    cost_.add(ms / ms_per_hour, o_.spot_price * live_.size());
+    append_value(ms);
+  }
+
+  void append_value(std::int64_t ms) {
+    if (perf_.points.empty() || cost_.points.empty())
+      return;
+    const double c = cost_.points.back().second;
+    value_.add(ms / ms_per_hour, c == 0 ? 0 : perf_.points.back().second / c);
+  }
+
+  void on_add(std::int64_t ms, int n) {
+    live_.push_back(n);
+    nodes_[n] = instance{ms, node_status::creating, {}};
+    push({ms + o_.ready_ms, ev_ready, n, 0});
+    append_cost(ms);
+    note(ms, "add");
+  }
+
+  void on_ready(std::int64_t ms, int n) {
+    if (!is_live(n))
+      return;
+    nodes_[n].status = node_status::ready;
+    if (status_ == system_status::stopped)
+      start_rendezvous(ms, true);
+    else if (status_ == system_status::rendezvous)
+      rendezvous_.push_back(n);
+    else
+      ++waiting_;
+  }
+
+  void fatal(std::int64_t ms, const char* why) {
+    ++fatal_;
+    note(ms, why);
+    if (o_.policy != policy_kind::nsdi23) {
+      // Checkpoint fallback: the job stops (the step in flight is void, every
+      // node waits for the restart) and the steps since the last checkpoint are
+      // lost. The original instead lets its queued step event run on.
+      steps_ = checkpoint_step_;
+      restore_ = true;
+      ++version_;
+      for (int n : live_)
+        if (nodes_[n].status == node_status::running) {
+          nodes_[n].status = node_status::ready;
+          nodes_[n].coords.clear();
+        }
+    }
+    start_rendezvous(ms, true);
+  }
+
+  void on_remove(std::int64_t ms, int n) {
+    ++removals_;
+    live_.erase(std::find(live_.begin(), live_.end(), n));
+    append_cost(ms);
+    note(ms, "remove");
+    instance& inst = nodes_[n];
+    const bool was_running = inst.status == node_status::running;
+    if (was_running) {
+      ++running_losses_;
+      if (o_.policy == policy_kind::nsdi23) {
+        if (!nsdi23_cover(n))
+          return fatal(ms, "fatal");
+      } else if (o_.policy == policy_kind::checkpoint_restart) {
+        return fatal(ms, "fatal");
+      } else if (!planner_cover(n)) {
+        return fatal(ms, "fatal");
+      }
+    }
+    inst.coords.clear();
+    // The original slows down on any removal while running; ours only when a
+    // running node was lost (a standby's loss costs nothing).
+    const bool slows = o_.policy == policy_kind::nsdi23 || was_running;
+    if (slows && status_ == system_status::running && !fallback_) {
+      fallback_ = std::pair<std::int64_t, std::int64_t>{steps_, ms};
+      fallback_handled_ = false;
+      step_ms_ = static_cast<std::int64_t>(step_ms_ * o_.fallback_slowdown);
+    }
+  }
+
+  // The original's rule: the predecessor (wrapping) takes the coordinates over,
+  // unless it, or the lost node, already holds two.
+  bool nsdi23_cover(int n) {
+    const auto& inst = nodes_[n];
+    if (inst.coords.size() > 1)
+      return false;
+    const int c = inst.coords[0];
+    const int p = c / stages_, s = c % stages_;
+    const int search = p * stages_ + (s == 0 ? stages_ - 1 : s - 1);
+    for (int m : live_) {
+      auto& other = nodes_[m];
+      if (std::find(other.coords.begin(), other.coords.end(), search) == other.coords.end())
+        continue;
+      if (other.coords.size() > 1)
+        return false;
+      other.coords.push_back(c);
+      return true;
+    }
+    return true;  // no live predecessor holds it: the original carries on too
+  }
+
+  // Our planner decides; the instances follow its plan.
+  bool planner_cover(int n) {
+    auto d = plan_failover(plan_, n);
+    if (!d.fatal.empty())
+      return false;
+    plan_ = d.plan;
+    for (auto [coord, heir] : d.promoted)
+      nodes_[heir].coords.push_back(coord);
+    return true;
+  }
+
+  void start_rendezvous(std::int64_t ms, bool global) {
+    status_ = system_status::rendezvous;
+    restart_rendezvous();
+    if (first_rendezvous_ms_ < 0)
+      first_rendezvous_ms_ = ms;
+    push({ms + (global ? o_.global_rendezvous_ms : o_.prof.local_rendezvous_ms),
+          global ? ev_global_timeout : ev_local_timeout, -1, 0});
+  }
+
+  void restart_rendezvous() {
+    rendezvous_.clear();
+    for (int n : live_)
+      if (nodes_[n].status != node_status::creating)
+        rendezvous_.push_back(n);
+  }
+
+  void on_rendezvous_timeout(std::int64_t ms, bool global) {
+    for (int n : rendezvous_)
+      if (!is_live(n)) {
+        restart_rendezvous();
+        push({ms + (global ? o_.global_rendezvous_ms : o_.prof.local_rendezvous_ms),
+              global ? ev_global_timeout : ev_local_timeout, -1, 0});
+        return;
+      }
+    assign_coordinates();
+    fallback_.reset();
+    fallback_handled_ = false;
+    ++version_;
+    rendezvous_.clear();
+    note(ms, global ? "global-rendezvous" : "local-rendezvous");
+    if (pipelines_ == 0) {
+      status_ = system_status::stopped;
+      return;
+    }
+    status_ = system_status::running;
+    choose_mode(ms);
+    step_ms_ = fault_free_step_ms();
+    std::int64_t first = ms + step_ms_;
+    if (restore_) {
+      first += o_.restart_ms;
+      restore_ = false;
+    }
+    push({first, ev_step, -1, version_});
+  }
+
+  void assign_coordinates() {
+    const int n = static_cast<int>(rendezvous_.size());
+    const int p = n < stages_ ? 0 : n / stages_;
+    waiting_ = 0;
+    std::vector<int> order;
+    int next = 0;
+    for (int node : rendezvous_) {
+      auto& inst = nodes_[node];
+      if (next < p * stages_) {
+        inst.coords = {next++};
+        inst.status = node_status::running;
+        order.push_back(node);
+      } else {
+        inst.coords.clear();
+        inst.status = node_status::ready;
+        ++waiting_;
+      }
+    }
+    pipelines_ = p;
+    if (p > 0)
+      plan_ = cluster_plan::assign(order, p, stages_, planner_mode());
+  }
+
+  redundancy_mode planner_mode() const {
+    if (o_.policy == policy_kind::checkpoint_restart)
+      return redundancy_mode::off;
+    return mode_;
+  }
+
+  // Adaptive redundancy: the mode with the smallest expected loss of training
+  // time per hour at the preemption rate seen so far (running nodes lost per hour).
+  void choose_mode(std::int64_t ms) {
+    if (o_.policy != policy_kind::bamboo)
+      return;
+    if (o_.redundancy != sim_redundancy::adaptive) {
+      mode_ = o_.redundancy == sim_redundancy::off    ? redundancy_mode::off
+              : o_.redundancy == sim_redundancy::eager ? redundancy_mode::eager
+                                                       : redundancy_mode::lazy;
+      plan_.mode = mode_;
+      return;
+    }
+    // One loss in the first hour as a prior: with no history, protection wins.
+    const double rate = (running_losses_ + 1.0) / (ms / ms_per_hour + 1.0);  // per hour
+    const double step = o_.prof.step_seconds(pipelines_);
+    const double off = rate *
+      (o_.global_rendezvous_ms / 1e3 + o_.restart_ms / 1e3 + o_.checkpoint_interval_ms / 2e3) /
+      3600.0;
+    const double lazy = o_.lazy_overhead + rate * (o_.prof.local_rendezvous_ms / 1e3 + step) / 3600.0;
+    const double eager =
+      o_.eager_overhead + rate * (o_.prof.local_rendezvous_ms / 1e3 + step / 1.5) / 3600.0;
+    mode_ = off <= lazy && off <= eager ? redundancy_mode::off
+            : lazy <= eager             ? redundancy_mode::lazy
+                                        : redundancy_mode::eager;
+    plan_ = cluster_plan::assign(plan_.owner, pipelines_, stages_, mode_);
+  }
+
+  std::int64_t fault_free_step_ms() const {
+    double s = o_.prof.step_seconds(pipelines_);
+    if (o_.policy == policy_kind::bamboo)
+      s *= 1.0 + (mode_ == redundancy_mode::lazy    ? o_.lazy_overhead
+                  : mode_ == redundancy_mode::eager ? o_.eager_overhead
+                                                    : 0.0);
+    return static_cast<std::int64_t>(std::llround(s * 1000));
+  }
+
+  int overloaded() const {
+    int n = 0;
+    for (int m : live_)
+      if (nodes_[m].status == node_status::running && nodes_[m].coords.size() > 1)
+        ++n;
+    return n;
+  }
+
+  bool should_reconfigure() const {
+    const int over = overloaded();
+    if (over > 0 && waiting_ >= over)
+      return true;
+    const int active = pipelines_ * stages_ - over;
+    if (over > 0 && 2.0 * over / active > 0.05)
+      return true;
+    return (active + waiting_) / stages_ > pipelines_;
+  }
+
+  void on_step(std::int64_t ms, std::uint64_t version) {
+    if (version != version_)
+      return;
+    if (fallback_ && !fallback_handled_ && fallback_->first == steps_) {
+      // The step in flight when a node was lost is stretched: its lost work is
+      // recomputed (eager FRC leaves only the backward, about two thirds of it).
+      double stretch = (ms - fallback_->second) * (o_.fallback_slowdown - 1.0);
+      if (o_.policy == policy_kind::bamboo && mode_ == redundancy_mode::eager)
+        stretch *= 2.0 / 3.0;
+      push({ms + static_cast<std::int64_t>(stretch), ev_step, -1, version});
+      fallback_handled_ = true;
+      return;
+    }
+    ++steps_;
+    const double interval_s = (ms - prev_step_ms_) / 1e3;
+    last_perf_ = interval_s > 0 ? o_.prof.samples_per_step / interval_s : 0;
+    perf_.add(ms / ms_per_hour, last_perf_);
+    prev_step_ms_ = ms;
+    append_value(ms);
+    if (o_.record_series && ms - last_series_ms_ >= 60000) {
+      note(ms, "step");
+      last_series_ms_ = ms;
+    }
+    std::int64_t next = ms;
+    if (o_.policy != policy_kind::nsdi23 && ms - checkpoint_ms_ >= o_.checkpoint_interval_ms) {
+      checkpoint_step_ = steps_;
+      checkpoint_ms_ = ms;
+      next += o_.checkpoint_cost_ms;
+    }
+    if (should_reconfigure()) {
+      start_rendezvous(ms, false);
+      return;
+    }
+    push({next + step_ms_, ev_step, -1, version_});
+  }
+
+  sim_result finish(std::int64_t end_ms) {
+    sim_result r;
+    auto& s = r.summary;
+    const double hours = std::ceil(end_ms / ms_per_hour);
+    s.steps = steps_;
+    s.samples = steps_ * o_.prof.samples_per_step;
+    s.preemptions = removals_;
+    s.fatal_failures = fatal_;
+    s.hours = end_ms / ms_per_hour;
+    s.mean_instances = instances_.average(hours);
+    s.cost_per_h = cost_.average(hours);
+    s.value = value_.average(hours);
+    const double trained_s = first_rendezvous_ms_ < 0 ? 0 : (end_ms - first_rendezvous_ms_) / 1e3;
+    s.samples_per_s = trained_s > 0 ? s.samples / trained_s : 0;
+    const double dollars = s.cost_per_h * hours;
+    s.samples_per_dollar = dollars > 0 ? s.samples / dollars : 0;
+    r.series = std::move(series_);
+    return r;
+  }
+
+  const sim_options& o_;
+  const int stages_;
+  py_heap<event, event_less> events_;
+  std::vector<instance> nodes_;
+  std::vector<int> live_;  // in insertion order, as the original's dict
+  system_status status_ = system_status::stopped;
+  std::vector<int> rendezvous_;
+  std::uint64_t version_ = 0;
+  int pipelines_ = 0;
+  int waiting_ = 0;
+  std::int64_t steps_ = 0;
+  int fatal_ = 0;
+  int removals_ = 0;
+  int running_losses_ = 0;
+  std::int64_t step_ms_ = 0;
+  std::optional<std::pair<std::int64_t, std::int64_t>> fallback_;  // (steps, ms)
+  bool fallback_handled_ = false;
+  std::int64_t prev_step_ms_ = 0;
+  std::int64_t first_rendezvous_ms_ = -1;
+  std::int64_t checkpoint_step_ = 0, checkpoint_ms_ = 0;
+  bool restore_ = false;
+  double last_perf_ = 0;
+  std::int64_t last_series_ms_ = -60000;
+  cluster_plan plan_;
+  redundancy_mode mode_ = redundancy_mode::lazy;
+  step_fn instances_, perf_, cost_, value_;
+  std::vector<series_point> series_;
+};
+
+sim_result simulate_on_demand(const sim_options& o) {
+  sim_result r;
+  auto& s = r.summary;
+  const auto& p = o.prof;
+  const double step = p.on_demand_step_s > 0 ? p.on_demand_step_s : p.step_seconds(1);
+  const int n = p.on_demand_instances > 0 ? p.on_demand_instances : p.stages;
+  double seconds = o.duration_ms ? *o.duration_ms / 1e3 : p.target_steps * step;
+  s.steps = static_cast<std::int64_t>(seconds / step);
+  s.samples = s.steps * p.samples_per_step;
+  s.hours = seconds / 3600.0;
+  s.mean_instances = n;
+  s.cost_per_h = n * o.on_demand_price;
+  s.samples_per_s = p.samples_per_step / step;
+  s.value = s.samples_per_s / s.cost_per_h;
+  s.samples_per_dollar = s.samples / (s.cost_per_h * std::max(s.hours, 1e-9));
+  if (o.record_series) {
+    r.series.push_back({0, n, s.samples_per_s, s.cost_per_h, 0, 1, "start"});
+    r.series.push_back({s.hours, n, s.samples_per_s, s.cost_per_h, s.steps, 1, "end"});
+  }
+  return r;
+}
+
+} // namespace
+
+sim_result simulate(const std::vector<trace_event>& trace, const sim_options& o) {
+  if (o.policy == policy_kind::on_demand)
+    return simulate_on_demand(o);
+  engine e(o);
+  return e.run(trace);
+}
+
+} // namespace bamboo::sim
