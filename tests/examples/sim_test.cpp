@@ -1,6 +1,8 @@
 // The simulator on traces small enough to work out by hand (times in ms).
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "examples/sim/py_heap.hpp"
 #include "examples/sim/simulator.hpp"
 #include "examples/sim/trace.hpp"
@@ -164,4 +166,21 @@ TEST_CASE("generated traces are seeded", "[examples]") {
   CHECK(a.size() != c.size());
   for (std::size_t i = 1; i < a.size(); ++i)
     CHECK(a[i].ms >= a[i - 1].ms);
+}
+
+TEST_CASE("a profile file drives the simulation like a built-in one", "[examples]") {
+  std::ofstream("/tmp/bamboo_profile.csv")
+    << "name,mine\nstages,2\nsamples_per_step,10\nstep_s,1.0,0.5\nlocal_rendezvous_ms,20000\n";
+  std::string err;
+  auto p = load_profile("/tmp/bamboo_profile.csv", err);
+  REQUIRE(p);
+  CHECK(p->step_seconds(1) == 1.0);
+  CHECK(p->step_seconds(9) == 0.5);
+  auto o = tiny(policy_kind::nsdi23, 130000);
+  o.prof = *p;
+  auto trace = events("0,add,n1\n0,add,n2\n60000,add,n3\n100500,remove,n2\n");
+  CHECK(simulate(trace, o).summary.steps == 34);  // as in the hand-worked case
+  std::ofstream("/tmp/bamboo_profile_bad.csv") << "stages,2\nspeed,fast\n";
+  CHECK_FALSE(load_profile("/tmp/bamboo_profile_bad.csv", err));
+  CHECK(err.find(":2: unknown key 'speed'") != std::string::npos);
 }
