@@ -36,51 +36,52 @@ double seconds_between(clock_type::time_point a, clock_type::time_point b) {
 }
 
 struct manager_state {
-  static inline const char* name = "bamboo.manager";
+  static inline const char *name = "bamboo.manager";
 
-  explicit manager_state(caf::event_based_actor* self) : self_(self) {}
+  explicit manager_state(caf::event_based_actor *self) : self_(self) {}
 
   void init(manager_spec spec) {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.manager");
     plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
-    self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    self_->set_down_handler([this](caf::down_msg &dm) { on_down(dm); });
   }
 
   caf::behavior make_behavior() {
     return {
-      [this](train_atom) {
-        promise_ = self_->make_response_promise();
-        start();
-        return promise_;
-      },
-      [this](const schema::step_report& r) {
-        if (from_owner(static_cast<int>(r.stage)))
-          on_report(r);
-      },
-      [this](committed_atom, std::uint64_t, std::int64_t k, int stage) {
-        if (from_owner(stage) && k == ledger_.step()) {
-          ledger_.commit(stage);
-          maybe_finish_step();
-        }
-      },
-      [this](synced_atom, std::uint64_t, std::int64_t k, int stage) {
-        if (from(shadow_actor_[stage]) && k == ledger_.step()) {
-          ledger_.synced(stage);
-          maybe_finish_step();
-        }
-      },
-      [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
-             const std::string& why) {
-        if (gen != plan_.generation || !from_owner(stage))
-          return;
-        fail(make_error(errc::stage_failed, "stage " + std::to_string(stage) +
-                                              " in step " + std::to_string(k) + ": " + why));
-      },
-      [this](const schema::heartbeat& hb) {
-        tracker_.seen(static_cast<int>(hb.node), clock_type::now());
-      },
-      [this](tick_atom) { on_tick(); },
+        [this](train_atom) {
+          promise_ = self_->make_response_promise();
+          start();
+          return promise_;
+        },
+        [this](const schema::step_report &r) {
+          if (from_owner(static_cast<int>(r.stage)))
+            on_report(r);
+        },
+        [this](committed_atom, std::uint64_t, std::int64_t k, int stage) {
+          if (from_owner(stage) && k == ledger_.step()) {
+            ledger_.commit(stage);
+            maybe_finish_step();
+          }
+        },
+        [this](synced_atom, std::uint64_t, std::int64_t k, int stage) {
+          if (from(shadow_actor_[stage]) && k == ledger_.step()) {
+            ledger_.synced(stage);
+            maybe_finish_step();
+          }
+        },
+        [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
+               const std::string &why) {
+          if (gen != plan_.generation || !from_owner(stage))
+            return;
+          fail(make_error(errc::stage_failed, "stage " + std::to_string(stage) +
+                                                  " in step " + std::to_string(k) + ": " +
+                                                  why));
+        },
+        [this](const schema::heartbeat &hb) {
+          tracker_.seen(static_cast<int>(hb.node), clock_type::now());
+        },
+        [this](tick_atom) { on_tick(); },
     };
   }
 
@@ -88,7 +89,7 @@ private:
   // --- set-up and the normal step cycle -------------------------------------
 
   void start() {
-    const auto& cfg = spec_.cfg;
+    const auto &cfg = spec_.cfg;
     logger_->info("{} run: {} stages, G={} m={} ({} micro-batches), {} steps, redundancy "
                   "{}; {}",
                   to_string(cfg.model.kind), cfg.stages, cfg.global_batch,
@@ -112,7 +113,7 @@ private:
       ns.injector = spec_.injector;
       ns.heartbeat_period = spec_.heartbeat_period;
       auto h = spawn_node(self_, ns);
-      for (auto* a : {&h.stage, &h.shadow, &h.detector})
+      for (auto *a : {&h.stage, &h.shadow, &h.detector})
         if (*a)
           node_of_[a->address()] = n;
       nodes_.push_back(h);
@@ -135,7 +136,7 @@ private:
 
   std::vector<bool> live_shadows() const {
     std::vector<bool> out;
-    for (const auto& a : shadow_actor_)
+    for (const auto &a : shadow_actor_)
       out.push_back(static_cast<bool>(a));
     return out;
   }
@@ -143,7 +144,7 @@ private:
   void begin_step() {
     ledger_.begin(step_, spec_.cfg.stages, live_shadows());
     step_start_ = clock_type::now();
-    for (const auto& a : distinct_owners())
+    for (const auto &a : distinct_owners())
       for (int s = 0; s < spec_.cfg.stages; ++s)
         if (owner_actor_[s] == a) {
           self_->send(a, run_step_atom::value, plan_.generation, step_);
@@ -153,33 +154,34 @@ private:
 
   std::vector<caf::actor> distinct_owners() const {
     std::vector<caf::actor> out;
-    for (const auto& a : owner_actor_)
+    for (const auto &a : owner_actor_)
       if (std::find(out.begin(), out.end(), a) == out.end())
         out.push_back(a);
     return out;
   }
 
-  void on_report(const schema::step_report& r) {
+  void on_report(const schema::step_report &r) {
     if (!ledger_.report(r) && !ledger_.clip())
       return;
     if (!ledger_.clip()) {
       ledger_.set_clip(clip_coefficient(spec_.cfg.optim.clip_norm, ledger_.grad_norm()));
-      schema::commit c{plan_.generation, static_cast<std::uint64_t>(step_), *ledger_.clip()};
+      schema::commit c{plan_.generation, static_cast<std::uint64_t>(step_),
+                       *ledger_.clip()};
       for (int s = 0; s < spec_.cfg.stages; ++s)
         if (!ledger_.committed(s))
           self_->send(owner_actor_[s], c);
     } else if (!ledger_.committed(r.stage)) {
       // A stage that took over after the clip was set commits with the same factor.
-      self_->send(owner_actor_[r.stage], schema::commit{plan_.generation,
-                                                        static_cast<std::uint64_t>(step_),
-                                                        *ledger_.clip()});
+      self_->send(owner_actor_[r.stage],
+                  schema::commit{plan_.generation, static_cast<std::uint64_t>(step_),
+                                 *ledger_.clip()});
     }
   }
 
   void maybe_finish_step() {
     if (!ledger_.complete() || recovering_)
       return;
-    const auto& cfg = spec_.cfg;
+    const auto &cfg = spec_.cfg;
     const auto now = clock_type::now();
     step_record rec;
     rec.step = step_;
@@ -192,14 +194,15 @@ private:
     rec.work = ledger_.reports();
     if (!open_failovers_.empty()) {
       rec.event = "failover";
-      for (auto& f : open_failovers_) {
+      for (auto &f : open_failovers_) {
         f.latency_s = seconds_between(f_kill_time_[f.node], now);
         finish_failover_record(f);
-        logger_->info("step {} completed after losing node {}: {:.3f} s from the kill "
-                      "(detected after {:.3f} s), {} forwards and {} backwards recomputed, "
-                      "{} taken over from FRC",
-                      step_, f.node, f.latency_s, f.detect_s, f.recomputed_forwards,
-                      f.recomputed_backwards, f.inherited);
+        logger_->info(
+            "step {} completed after losing node {}: {:.3f} s from the kill "
+            "(detected after {:.3f} s), {} forwards and {} backwards recomputed, "
+            "{} taken over from FRC",
+            step_, f.node, f.latency_s, f.detect_s, f.recomputed_forwards,
+            f.recomputed_backwards, f.inherited);
         spec_.result->failovers.push_back(f);
       }
       open_failovers_.clear();
@@ -220,13 +223,13 @@ private:
     if (plan_.mode == redundancy_mode::off)
       return false;
     return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
-                       [](const caf::actor& a) { return !a; });
+                       [](const caf::actor &a) { return !a; });
   }
 
   // What the heir recomputed: the lost stage's finished work (known from the
   // kill point when injected), minus what FRC had already done.
-  void finish_failover_record(failover_record& f) {
-    const auto& rep = ledger_.reports()[f.stage];
+  void finish_failover_record(failover_record &f) {
+    const auto &rep = ledger_.reports()[f.stage];
     f.inherited = static_cast<int>(rep.inherited);
     auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
     if (!kill || kill->spec.step != f.step) {
@@ -251,7 +254,7 @@ private:
 
   // --- failures ---------------------------------------------------------------
 
-  bool from(const caf::actor& a) const {
+  bool from(const caf::actor &a) const {
     return a && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(a);
   }
   bool from_owner(int stage) const {
@@ -259,20 +262,20 @@ private:
       return false;
     if (from(owner_actor_[stage]))
       return true;
-    logger_->debug("dropped a message about stage {} from an actor that no longer owns it",
-                   stage);
+    logger_->debug(
+        "dropped a message about stage {} from an actor that no longer owns it", stage);
     return false;
   }
 
-  void on_down(const caf::down_msg& dm) {
+  void on_down(const caf::down_msg &dm) {
     if (finished_)
       return;
     auto it = node_of_.find(dm.source);
     if (it == node_of_.end())
       return;
     node_lost(it->second, dm.reason == caf::exit_reason::kill
-                            ? "preempted"
-                            : "actor down: " + caf::to_string(dm.reason));
+                              ? "preempted"
+                              : "actor down: " + caf::to_string(dm.reason));
   }
 
   void on_tick() {
@@ -284,7 +287,7 @@ private:
     self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
   }
 
-  void node_lost(int node, const std::string& cause) {
+  void node_lost(int node, const std::string &cause) {
     if (!plan_.alive[node])
       return;
     const auto now = clock_type::now();
@@ -297,8 +300,8 @@ private:
     if (!decision.fatal.empty()) {
       fail(make_error(errc::unrecoverable_failure,
                       "node " + std::to_string(node) + " lost in step " +
-                        std::to_string(step_) + ": " + decision.fatal +
-                        "; shadows cannot cover it, a checkpoint is needed"));
+                          std::to_string(step_) + ": " + decision.fatal +
+                          "; shadows cannot cover it, a checkpoint is needed"));
       return;
     }
     // End the old generation: every transfer still waiting on the dead node
@@ -343,22 +346,23 @@ private:
       if (restarted_.count(s))
         continue;
       awaiting_.insert(s);
-      self_->request(owner_actor_[s], std::chrono::seconds(30), progress_atom::value,
-                     plan_.generation)
-        .then(
-          [this, round, s](stage_progress_msg& p) {
-            if (round != round_)
-              return;
-            progress_[s] = std::move(p);
-            awaiting_.erase(s);
-            if (awaiting_.empty())
-              finish_recovery();
-          },
-          [this, round, s](caf::error& err) {
-            // The owner died too: its down message starts a new round.
-            logger_->debug("no progress from stage {}: {}", s, caf::to_string(err));
-            (void)round;
-          });
+      self_
+          ->request(owner_actor_[s], std::chrono::seconds(30), progress_atom::value,
+                    plan_.generation)
+          .then(
+              [this, round, s](stage_progress_msg &p) {
+                if (round != round_)
+                  return;
+                progress_[s] = std::move(p);
+                awaiting_.erase(s);
+                if (awaiting_.empty())
+                  finish_recovery();
+              },
+              [this, round, s](caf::error &err) {
+                // The owner died too: its down message starts a new round.
+                logger_->debug("no progress from stage {}: {}", s, caf::to_string(err));
+                (void)round;
+              });
     }
     if (awaiting_.empty())
       finish_recovery();
@@ -370,7 +374,7 @@ private:
     std::vector<stage_done> done(stages);
     for (int s = 0; s < stages; ++s) {
       if (restarted_.count(s)) {
-        if (ledger_.committed(s)) {  // the replica already has the update
+        if (ledger_.committed(s)) { // the replica already has the update
           for (int j = 0; j < m; ++j) {
             done[s].forwards.insert(j);
             done[s].backwards.insert(j);
@@ -380,10 +384,11 @@ private:
         done[s].restarted = true;
         // FRC run by the predecessor is the heir's inherited forward work.
         if (s > 0 && progress_[s - 1] && progress_[s - 1]->step == step_)
-          done[s].forwards.insert(progress_[s - 1]->frc.begin(), progress_[s - 1]->frc.end());
+          done[s].forwards.insert(progress_[s - 1]->frc.begin(),
+                                  progress_[s - 1]->frc.end());
         continue;
       }
-      const auto& p = *progress_[s];
+      const auto &p = *progress_[s];
       if (p.step == step_) {
         done[s].forwards.insert(p.forwards.begin(), p.forwards.end());
         done[s].backwards.insert(p.backwards.begin(), p.backwards.end());
@@ -405,8 +410,8 @@ private:
       o.delivered_gradients = orders[s].delivered_gradients;
       // FRC feeds the successor's replica, which must still be a shadow here.
       const int next = s + 1;
-      o.frc_enabled = next < stages && shadow_actor_[next] &&
-                      plan_.shadow[next] == plan_.owner[s];
+      o.frc_enabled =
+          next < stages && shadow_actor_[next] && plan_.shadow[next] == plan_.owner[s];
       self_->send(owner_actor_[s], o);
     }
     restarted_.clear();
@@ -421,34 +426,36 @@ private:
     finished_ = true;
     for (int n = 0; n < static_cast<int>(nodes_.size()); ++n) {
       spec_.result->heartbeat_max_gap_s.push_back(
-        std::chrono::duration<double>(tracker_.max_gap(n)).count());
+          std::chrono::duration<double>(tracker_.max_gap(n)).count());
       spec_.result->heartbeats.push_back(tracker_.beats(n));
     }
     if (!spec_.collect_parameters) {
       deliver_done();
       return;
     }
-    std::vector<std::pair<caf::actor, bool>> sources;  // actor, is_shadow
-    for (const auto& a : distinct_owners())
+    std::vector<std::pair<caf::actor, bool>> sources; // actor, is_shadow
+    for (const auto &a : distinct_owners())
       sources.push_back({a, false});
-    for (const auto& a : shadow_actor_)
+    for (const auto &a : shadow_actor_)
       if (a)
         sources.push_back({a, true});
     auto remaining = std::make_shared<std::size_t>(sources.size());
-    for (auto& [actor, is_shadow] : sources)
+    for (auto &[actor, is_shadow] : sources)
       self_->request(actor, std::chrono::seconds(60), params_atom::value)
-        .then(
-          [this, remaining, is_shadow = is_shadow](std::vector<param_blob>& blobs) {
-            auto& all = is_shadow ? spec_.result->shadow_state : spec_.result->parameters;
-            std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
-            if (--*remaining == 0) {
-              for (auto* v : {&spec_.result->parameters, &spec_.result->shadow_state})
-                std::sort(v->begin(), v->end(),
-                          [](const auto& a, const auto& b) { return a.name < b.name; });
-              deliver_done();
-            }
-          },
-          [this](caf::error& err) { fail(err); });
+          .then(
+              [this, remaining, is_shadow = is_shadow](std::vector<param_blob> &blobs) {
+                auto &all =
+                    is_shadow ? spec_.result->shadow_state : spec_.result->parameters;
+                std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
+                if (--*remaining == 0) {
+                  for (auto *v : {&spec_.result->parameters, &spec_.result->shadow_state})
+                    std::sort(v->begin(), v->end(), [](const auto &a, const auto &b) {
+                      return a.name < b.name;
+                    });
+                  deliver_done();
+                }
+              },
+              [this](caf::error &err) { fail(err); });
   }
 
   void deliver_done() {
@@ -458,20 +465,20 @@ private:
     shutdown();
   }
 
-  void fail(const caf::error& err) {
+  void fail(const caf::error &err) {
     if (!promise_.pending())
       return;
     logger_->error("run failed: {}", describe(err));
     if (hub_)
-      hub_->abort("run failed");  // unblock stages waiting on a dead peer
+      hub_->abort("run failed"); // unblock stages waiting on a dead peer
     promise_.deliver(err);
     shutdown();
   }
 
   void shutdown() {
     finished_ = true;
-    for (auto& n : nodes_)
-      for (auto* a : {&n.stage, &n.shadow, &n.detector})
+    for (auto &n : nodes_)
+      for (auto *a : {&n.stage, &n.shadow, &n.detector})
         if (*a)
           self_->send_exit(*a, caf::exit_reason::user_shutdown);
     nodes_.clear();
@@ -480,7 +487,7 @@ private:
     self_->quit();
   }
 
-  caf::event_based_actor* self_;
+  caf::event_based_actor *self_;
   manager_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
   caf::response_promise promise_;
@@ -488,8 +495,8 @@ private:
   std::shared_ptr<local_hub> hub_;
   std::vector<node_handles> nodes_;
   std::map<caf::actor_addr, int> node_of_;
-  std::vector<caf::actor> owner_actor_;   // stage -> actor running it
-  std::vector<caf::actor> shadow_actor_;  // stage -> actor holding its replica
+  std::vector<caf::actor> owner_actor_;  // stage -> actor running it
+  std::vector<caf::actor> shadow_actor_; // stage -> actor holding its replica
   heartbeat_tracker tracker_;
   step_ledger ledger_;
   std::int64_t step_ = 0;
@@ -504,14 +511,14 @@ private:
   std::map<int, clock_type::time_point> f_kill_time_;
 };
 
-caf::behavior manager_actor(caf::stateful_actor<manager_state>* self, manager_spec spec) {
+caf::behavior manager_actor(caf::stateful_actor<manager_state> *self, manager_spec spec) {
   self->state.init(std::move(spec));
   return self->state.make_behavior();
 }
 
 } // namespace
 
-caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec) {
+caf::actor spawn_manager(caf::actor_system &sys, manager_spec spec) {
   return sys.spawn(manager_actor, std::move(spec));
 }
 

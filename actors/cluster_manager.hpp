@@ -29,47 +29,47 @@ struct step_record {
   std::uint64_t generation = 0;
   double lr = 0;
   double grad_norm = 0;
-  std::string event;  // "", "failover" (a node was lost in this step), "degraded"
-  std::vector<schema::step_report> work;  // each stage's report, by stage
+  std::string event; // "", "failover" (a node was lost in this step), "degraded"
+  std::vector<schema::step_report> work; // each stage's report, by stage
 };
 
 struct failover_record {
-  int node = 0;               // the lost node
-  int stage = 0;              // the stage it ran
-  int heir = 0;               // the node that took the stage over
+  int node = 0;  // the lost node
+  int stage = 0; // the stage it ran
+  int heir = 0;  // the node that took the stage over
   std::int64_t step = 0;
-  std::string cause;          // "preempted", "actor down", "missed heartbeats"
-  double detect_s = 0;        // kill -> manager knew (when the kill time is known)
-  double latency_s = 0;       // kill -> the step's completion
-  int recomputed_forwards = 0;   // lost stage's finished forwards redone by the heir
+  std::string cause;           // "preempted", "actor down", "missed heartbeats"
+  double detect_s = 0;         // kill -> manager knew (when the kill time is known)
+  double latency_s = 0;        // kill -> the step's completion
+  int recomputed_forwards = 0; // lost stage's finished forwards redone by the heir
   int recomputed_backwards = 0;
-  int inherited = 0;          // forwards the heir already had from FRC
+  int inherited = 0; // forwards the heir already had from FRC
 };
 
 // Filled in by the manager before it answers train_atom.
 struct run_result {
   std::vector<step_record> steps;
   std::vector<failover_record> failovers;
-  std::vector<param_blob> parameters;    // owners' state, when asked for, by name
-  std::vector<param_blob> shadow_state;  // live shadows' state, when asked for
-  std::vector<double> heartbeat_max_gap_s;  // per node
-  std::vector<int> heartbeats;              // per node
+  std::vector<param_blob> parameters;      // owners' state, when asked for, by name
+  std::vector<param_blob> shadow_state;    // live shadows' state, when asked for
+  std::vector<double> heartbeat_max_gap_s; // per node
+  std::vector<int> heartbeats;             // per node
 };
 
 struct manager_spec {
   train_config cfg;
   std::vector<stage_range> parts;
   std::shared_ptr<const token_corpus> corpus;
-  std::shared_ptr<preemption_injector> injector;  // may be null
+  std::shared_ptr<preemption_injector> injector; // may be null
   std::chrono::milliseconds heartbeat_period{200};
   int heartbeat_misses = 5;
   bool collect_parameters = false;
-  std::function<void(const step_record&)> on_step;  // called on the manager's thread
+  std::function<void(const step_record &)> on_step; // called on the manager's thread
   std::shared_ptr<run_result> result;
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error
 // (errc::unrecoverable_failure when shadows cannot cover a loss).
-caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec);
+caf::actor spawn_manager(caf::actor_system &sys, manager_spec spec);
 
 } // namespace bamboo

@@ -9,15 +9,15 @@
 
 namespace bamboo {
 
-caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
+caf::expected<run_result> run_embedded(const train_config &cfg, const run_options &opts) {
   if (auto problem = validate(cfg))
     return make_error(errc::invalid_config, *problem);
-  for (const auto& p : opts.preemptions)
+  for (const auto &p : opts.preemptions)
     if (p.node < 0 || p.node >= cfg.stages)
       return make_error(errc::invalid_config,
-                        "--preempt names node " + std::to_string(p.node) + ", but there are " +
-                          std::to_string(cfg.stages) + " nodes (0.." +
-                          std::to_string(cfg.stages - 1) + ")");
+                        "--preempt names node " + std::to_string(p.node) +
+                            ", but there are " + std::to_string(cfg.stages) +
+                            " nodes (0.." + std::to_string(cfg.stages - 1) + ")");
   if (opts.preempt_rate < 0)
     return make_error(errc::invalid_config, "--preempt rate must not be negative");
   std::string problem;
@@ -36,8 +36,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   spec.corpus = corpus;
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
-    make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
-  for (const auto& k : poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
+      make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
+  for (const auto &k :
+       poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
     kills.push_back(k);
   if (!kills.empty())
     spec.injector = std::make_shared<preemption_injector>(std::move(kills));
@@ -52,7 +53,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   {
     caf::scoped_actor self{sys};
     self->request(manager, caf::infinite, train_atom::value)
-      .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+        .receive([](done_atom) {}, [&](caf::error &err) { failure = std::move(err); });
   }
   if (failure)
     return failure;

@@ -14,10 +14,10 @@
 namespace bamboo {
 
 struct run_options {
-  bool collect_parameters = false;  // owners' and shadows' state into the result
-  std::function<void(const step_record&)> on_step;
-  std::vector<preempt_spec> preemptions;  // injected kills
-  double preempt_rate = 0;                // plus seeded Poisson kills per 100 steps
+  bool collect_parameters = false; // owners' and shadows' state into the result
+  std::function<void(const step_record &)> on_step;
+  std::vector<preempt_spec> preemptions; // injected kills
+  double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
   std::chrono::milliseconds heartbeat_period = default_heartbeat_period;
   int heartbeat_misses = default_heartbeat_misses;
 };
@@ -25,7 +25,7 @@ struct run_options {
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.
 // Errors: errc::invalid_config, errc::invalid_data (fix the input),
 // errc::unrecoverable_failure (a loss shadows cannot cover), or another failure.
-caf::expected<run_result> run_embedded(const train_config& cfg,
-                                       const run_options& opts = {});
+caf::expected<run_result> run_embedded(const train_config &cfg,
+                                       const run_options &opts = {});
 
 } // namespace bamboo

@@ -15,21 +15,21 @@ class actor_system_config;
 namespace bamboo {
 
 enum class errc : std::uint8_t {
-  invalid_config = 1,     // bad options: the user must fix the command line
-  invalid_data,           // the data source cannot be used
-  stage_failed,           // a stage could not finish a step
-  transport_failure,      // tensors could not be moved
-  unrecoverable_failure,  // losses shadows cannot cover (checkpoint fallback)
+  invalid_config = 1,    // bad options: the user must fix the command line
+  invalid_data,          // the data source cannot be used
+  stage_failed,          // a stage could not finish a step
+  transport_failure,     // tensors could not be moved
+  unrecoverable_failure, // losses shadows cannot cover (checkpoint fallback)
 };
 
 constexpr caf::atom_value error_category = caf::atom("bamboo");
 
-const char* to_string(errc e);
+const char *to_string(errc e);
 caf::error make_error(errc e);
 caf::error make_error(errc e, std::string context);
 // "bamboo error: invalid_data: cannot read ..." as one line for users.
-std::string describe(const caf::error& err);
+std::string describe(const caf::error &err);
 
-void register_errors(caf::actor_system_config& cfg);
+void register_errors(caf::actor_system_config &cfg);
 
 } // namespace bamboo

@@ -7,7 +7,7 @@
 
 namespace bamboo {
 
-node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec) {
+node_handles spawn_node(caf::local_actor *supervisor, const node_spec &spec) {
   node_handles h;
   h.group = std::make_shared<node_group>();
   stage_actor_spec st;
@@ -27,8 +27,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec) {
     if (spec.cfg.redundancy == redundancy_mode::eager)
       st.replica = replica;
   }
-  st.executor = std::make_shared<stage_executor>(spec.cfg, spec.stage, spec.range,
-                                                 spec.corpus);
+  st.executor =
+      std::make_shared<stage_executor>(spec.cfg, spec.stage, spec.range, spec.corpus);
   st.transport = spec.transport;
   h.stage = spawn_stage_actor(supervisor, std::move(st));
   h.group->add(h.stage);

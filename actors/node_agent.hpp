@@ -21,7 +21,7 @@ struct node_spec {
   int node = 0;
   int stage = 0;
   stage_range range;
-  int shadow_stage = -1;  // -1: no replica on this node
+  int shadow_stage = -1; // -1: no replica on this node
   stage_range shadow_range;
   std::shared_ptr<const token_corpus> corpus;
   std::shared_ptr<tensor_transport> transport;
@@ -31,12 +31,12 @@ struct node_spec {
 
 struct node_handles {
   caf::actor stage;
-  caf::actor shadow;  // invalid when the node holds no replica
+  caf::actor shadow; // invalid when the node holds no replica
   caf::actor detector;
   std::shared_ptr<node_group> group;
 };
 
 // Spawns the node's actors, all monitored by `supervisor`.
-node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec);
+node_handles spawn_node(caf::local_actor *supervisor, const node_spec &spec);
 
 } // namespace bamboo

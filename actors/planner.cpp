@@ -18,8 +18,8 @@ cluster_plan cluster_plan::initial(int stages, redundancy_mode mode) {
   return p;
 }
 
-cluster_plan cluster_plan::assign(const std::vector<int>& nodes, int pipelines, int stages,
-                                  redundancy_mode mode) {
+cluster_plan cluster_plan::assign(const std::vector<int> &nodes, int pipelines,
+                                  int stages, redundancy_mode mode) {
   cluster_plan p;
   p.pipelines = pipelines;
   p.stages = stages;
@@ -52,7 +52,7 @@ int cluster_plan::live_nodes() const {
   return static_cast<int>(std::count(alive.begin(), alive.end(), true));
 }
 
-failover_decision plan_failover(const cluster_plan& plan, int node) {
+failover_decision plan_failover(const cluster_plan &plan, int node) {
   failover_decision d;
   d.plan = plan;
   d.plan.generation = plan.generation + 1;
@@ -69,14 +69,15 @@ failover_decision plan_failover(const cluster_plan& plan, int node) {
   }
   for (std::size_t s = 0; s < plan.shadow.size(); ++s)
     if (plan.shadow[s] == node)
-      d.plan.shadow[s] = -1;  // its replica died with it
+      d.plan.shadow[s] = -1; // its replica died with it
   for (int s : lost) {
     const int heir = plan.shadow[s];
     if (heir < 0 || !plan.alive[heir]) {
       d.fatal = plan.mode == redundancy_mode::off
-                  ? "stage " + std::to_string(s) + " lost with redundancy off"
-                  : "stage " + std::to_string(s) + " lost and its replica is gone too " +
-                      "(two neighbouring nodes lost)";
+                    ? "stage " + std::to_string(s) + " lost with redundancy off"
+                    : "stage " + std::to_string(s) +
+                          " lost and its replica is gone too " +
+                          "(two neighbouring nodes lost)";
       return d;
     }
     d.plan.owner[s] = heir;
@@ -86,11 +87,11 @@ failover_decision plan_failover(const cluster_plan& plan, int node) {
   return d;
 }
 
-std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) {
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done> &done) {
   const int n = static_cast<int>(done.size());
   std::vector<resume_order_plan> out(n);
   for (int s = 0; s < n; ++s) {
-    auto& o = out[s];
+    auto &o = out[s];
     if (done[s].restarted) {
       // A restarted stage sends as it runs; it skips what its peers already hold.
       if (s + 1 < n)

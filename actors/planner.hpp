@@ -14,18 +14,18 @@ namespace bamboo {
 
 struct cluster_plan {
   std::uint64_t generation = 1;
-  int stages = 0;  // per pipeline; owner/shadow are indexed by p * stages + s
+  int stages = 0; // per pipeline; owner/shadow are indexed by p * stages + s
   redundancy_mode mode = redundancy_mode::lazy;
-  std::vector<int> owner;   // stage -> node running it
-  std::vector<int> shadow;  // stage -> node holding its replica, -1 for none
-  std::vector<bool> alive;  // node -> alive
+  std::vector<int> owner;  // stage -> node running it
+  std::vector<int> shadow; // stage -> node holding its replica, -1 for none
+  std::vector<bool> alive; // node -> alive
 
   // Node i runs stage i and holds the replica of stage (i+1) mod S (if any).
   static cluster_plan initial(int stages, redundancy_mode mode);
   // P pipelines of S stages over `nodes` (coordinate p*S+s runs on nodes[p*S+s]);
   // the replica of (p, s) lives on the node of (p, s-1 mod S). Node ids index
   // `alive`, so they should be small integers.
-  static cluster_plan assign(const std::vector<int>& nodes, int pipelines, int stages,
+  static cluster_plan assign(const std::vector<int> &nodes, int pipelines, int stages,
                              redundancy_mode mode);
   int pipelines = 1;
   std::vector<int> stages_of(int node) const;
@@ -33,31 +33,31 @@ struct cluster_plan {
 };
 
 struct failover_decision {
-  cluster_plan plan;                        // generation bumped
-  std::vector<std::pair<int, int>> promoted;  // (stage, node now running it)
-  std::string fatal;  // non-empty: shadows cannot cover this loss, and why
+  cluster_plan plan;                         // generation bumped
+  std::vector<std::pair<int, int>> promoted; // (stage, node now running it)
+  std::string fatal; // non-empty: shadows cannot cover this loss, and why
 };
 
 // The loss of `node`: each stage it ran moves to its replica's node. Fatal when
 // the node ran two stages, or a stage it ran has no live replica (two
 // neighbours lost, or redundancy off).
-failover_decision plan_failover(const cluster_plan& plan, int node);
+failover_decision plan_failover(const cluster_plan &plan, int node);
 
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {
   std::set<int> forwards;
   std::set<int> backwards;
-  bool restarted = false;  // newly promoted: runs its whole schedule again
+  bool restarted = false; // newly promoted: runs its whole schedule again
 };
 
 struct resume_order_plan {
-  std::vector<int> resend_activations;  // to s+1, from kept copies
-  std::vector<int> resend_gradients;    // to s-1, from kept copies
-  std::vector<int> delivered_activations;  // s+1 has them: do not send again
-  std::vector<int> delivered_gradients;    // s-1 has them: do not send again
+  std::vector<int> resend_activations;    // to s+1, from kept copies
+  std::vector<int> resend_gradients;      // to s-1, from kept copies
+  std::vector<int> delivered_activations; // s+1 has them: do not send again
+  std::vector<int> delivered_gradients;   // s-1 has them: do not send again
 };
 
 // For each stage: what to send again so every stage gets each input exactly once.
-std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done);
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done> &done);
 
 } // namespace bamboo

@@ -7,8 +7,8 @@
 
 namespace bamboo {
 
-std::optional<std::string> parse_preempt(const std::string& text,
-                                         std::vector<preempt_spec>& kills, double& rate) {
+std::optional<std::string> parse_preempt(const std::string &text,
+                                         std::vector<preempt_spec> &kills, double &rate) {
   static const std::regex node_re(R"(node=(\d+)@step=(\d+)(\.op=(\d+))?)");
   static const std::regex rate_re(R"(rate=([0-9]*\.?[0-9]+))");
   std::smatch m;
@@ -25,14 +25,14 @@ std::optional<std::string> parse_preempt(const std::string& text,
       rate = std::stod(m[1]);
       return std::nullopt;
     }
-  } catch (const std::exception&) {
+  } catch (const std::exception &) {
     return "--preempt '" + text + "': number out of range";
   }
   return "--preempt '" + text + "' is neither node=N@step=K[.op=J] nor rate=R";
 }
 
-std::vector<preempt_spec> poisson_kills(double rate_per_100, std::int64_t steps, int nodes,
-                                        int ops, std::uint64_t seed) {
+std::vector<preempt_spec> poisson_kills(double rate_per_100, std::int64_t steps,
+                                        int nodes, int ops, std::uint64_t seed) {
   std::vector<preempt_spec> out;
   if (rate_per_100 <= 0 || nodes < 1)
     return out;
@@ -52,12 +52,12 @@ std::vector<preempt_spec> poisson_kills(double rate_per_100, std::int64_t steps,
 }
 
 preemption_injector::preemption_injector(std::vector<preempt_spec> kills)
-  : kills_(std::move(kills)), used_(kills_.size(), false) {}
+    : kills_(std::move(kills)), used_(kills_.size(), false) {}
 
 bool preemption_injector::should_kill(int node, std::int64_t k, int index, int ops) {
   std::lock_guard<std::mutex> guard{mtx_};
   for (std::size_t i = 0; i < kills_.size(); ++i) {
-    const auto& s = kills_[i];
+    const auto &s = kills_[i];
     if (used_[i] || s.node != node || s.step != k)
       continue;
     if (s.op == index || (index == ops && s.op > ops)) {
@@ -74,7 +74,8 @@ std::vector<preemption_injector::fired_kill> preemption_injector::fired() const 
   return fired_;
 }
 
-std::optional<preemption_injector::fired_kill> preemption_injector::fired_for(int node) const {
+std::optional<preemption_injector::fired_kill>
+preemption_injector::fired_for(int node) const {
   std::lock_guard<std::mutex> guard{mtx_};
   for (auto it = fired_.rbegin(); it != fired_.rend(); ++it)
     if (it->spec.node == node)

@@ -26,15 +26,15 @@ struct node_group {
   std::mutex mtx;
   std::vector<caf::actor> members;
   void add(caf::actor a);
-  void kill_all(const caf::actor_addr& except);
+  void kill_all(const caf::actor_addr &except);
 };
 
 struct stage_actor_spec {
   train_config cfg;
   int node = 0;
   std::shared_ptr<stage_executor> executor;
-  std::shared_ptr<stage_executor> replica;      // active: the node's shadow, for FRC
-  std::shared_ptr<tensor_transport> transport;  // active: this generation's group
+  std::shared_ptr<stage_executor> replica;     // active: the node's shadow, for FRC
+  std::shared_ptr<tensor_transport> transport; // active: this generation's group
   std::shared_ptr<preemption_injector> injector;
   std::shared_ptr<node_group> group;
 };
@@ -47,7 +47,7 @@ using shadow_atom = caf::atom_constant<caf::atom("shadow")>;
 //          schema::commit -> (committed_atom, gen, k, stage) and a shadow_update
 //          to the actor set by (shadow_atom, actor); (params_atom) -> blobs.
 //  shadow: shadow_update -> (synced_atom, gen, k, stage); resume_order promotes.
-caf::actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec);
-caf::actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec);
+caf::actor spawn_stage_actor(caf::local_actor *supervisor, stage_actor_spec spec);
+caf::actor spawn_shadow_actor(caf::local_actor *supervisor, stage_actor_spec spec);
 
 } // namespace bamboo

@@ -5,7 +5,8 @@
 
 namespace bamboo {
 
-void step_ledger::begin(std::int64_t step, int stages, const std::vector<bool>& has_shadow) {
+void step_ledger::begin(std::int64_t step, int stages,
+                        const std::vector<bool> &has_shadow) {
   step_ = step;
   reported_.assign(stages, false);
   committed_.assign(stages, false);
@@ -15,7 +16,7 @@ void step_ledger::begin(std::int64_t step, int stages, const std::vector<bool>& 
   clip_.reset();
 }
 
-bool step_ledger::report(const schema::step_report& r) {
+bool step_ledger::report(const schema::step_report &r) {
   if (static_cast<std::int64_t>(r.step) != step_ || r.stage >= reported_.size())
     return false;
   const bool was_complete = all_reported();
@@ -30,19 +31,19 @@ bool step_ledger::all_reported() const {
 
 double step_ledger::grad_norm() const {
   double total = 0;
-  for (const auto& r : reports_)
+  for (const auto &r : reports_)
     total += r.grad_squares;
   return std::sqrt(total);
 }
 
 double step_ledger::loss_sum() const {
-  return reports_.empty() ? 0.0 : reports_.back().loss_sum;  // the last stage's
+  return reports_.empty() ? 0.0 : reports_.back().loss_sum; // the last stage's
 }
 
 void step_ledger::owner_lost(int stage) {
   committed_[stage] = synced_[stage];
   needs_sync_[stage] = false;
-  if (!clip_)  // the heir reports again; before the clip is set, wait for it
+  if (!clip_) // the heir reports again; before the clip is set, wait for it
     reported_[stage] = false;
 }
 

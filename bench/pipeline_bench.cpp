@@ -47,19 +47,19 @@ train_config bench_config(int stages) {
 
 // A plain LibTorch loop: one module list, autograd over the whole model,
 // torch::optim::AdamW, gradient accumulation over the same micro-batches.
-double plain_step_seconds(const train_config& c) {
+double plain_step_seconds(const train_config &c) {
   at::set_num_threads(1);
   std::string err;
   auto corpus = token_corpus::load(c.data, c.model, c.seed, err);
   sample_order order(c.seed, sample_count(*corpus, c.model));
   auto layers = build_layers(c.model, c.seed, 0, c.model.pipeline_layers());
   std::vector<at::Tensor> params;
-  for (auto& l : layers)
-    for (auto& p : l->params())
+  for (auto &l : layers)
+    for (auto &p : l->params())
       params.push_back(p.tensor);
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(c.optim.lr)
-                                    .betas({c.optim.beta1, c.optim.beta2})
-                                    .weight_decay(c.optim.weight_decay));
+                                      .betas({c.optim.beta1, c.optim.beta2})
+                                      .weight_decay(c.optim.weight_decay));
   std::vector<double> times;
   for (int k = 0; k < c.steps; ++k) {
     auto start = std::chrono::steady_clock::now();
@@ -68,26 +68,27 @@ double plain_step_seconds(const train_config& c) {
       auto mb = make_micro_batch(c, *corpus, order, k, j);
       at::Tensor x = mb.input;
       layer_ctx ctx{c.seed, k, j, true};
-      for (auto& l : layers)
+      for (auto &l : layers)
         x = l->forward(x, ctx);
       (compute_loss(x, mb.target) / double(c.micro_batches())).backward();
     }
     opt.step();
     if (k >= warmup_steps)
       times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+              .count());
   }
   return median(times);
 }
 
-double embedded_step_seconds(const train_config& c) {
+double embedded_step_seconds(const train_config &c) {
   auto r = run_embedded(c);
   if (!r) {
     std::fprintf(stderr, "bench: %s\n", describe(r.error()).c_str());
     std::exit(1);
   }
   std::vector<double> times;
-  for (auto& s : r->steps)
+  for (auto &s : r->steps)
     if (s.step >= warmup_steps)
       times.push_back(s.seconds);
   return median(times);
@@ -95,7 +96,7 @@ double embedded_step_seconds(const train_config& c) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   CLI::App app{"bamboo-bench-pipeline: pipeline overhead and speed-up"};
   std::string profile_out;
   app.add_option("--profile-out", profile_out,
@@ -114,15 +115,17 @@ int main(int argc, char** argv) {
   const double p = median(plain), e1 = median(s1), e2 = median(s2);
   const int m = c2.micro_batches(), s = c2.stages;
   const double ideal = double(m) / (m + s - 1) * s;
-  std::printf("model: gpt, %d blocks, d_model %d, seq %d; G=%d m=%d (M=%d); 1 thread per stage\n",
-              c1.model.layers, c1.model.d_model, c1.model.seq_len, c1.global_batch,
-              c1.micro_batch, m);
+  std::printf(
+      "model: gpt, %d blocks, d_model %d, seq %d; G=%d m=%d (M=%d); 1 thread per stage\n",
+      c1.model.layers, c1.model.d_model, c1.model.seq_len, c1.global_batch,
+      c1.micro_batch, m);
   std::printf("plain LibTorch loop step:   %.4f s\n", p);
   std::printf("embedded S=1 step:          %.4f s\n", e1);
   std::printf("embedded S=2 step:          %.4f s\n", e2);
   std::printf("ratio S=1 / plain step time:       %.3f  (goal <= 1.03)\n", e1 / p);
-  std::printf("ratio S=2 / plain throughput:      %.3f  (ideal 1F1B M/(M+S-1)*S = %.3f)\n",
-              p / e2, ideal);
+  std::printf(
+      "ratio S=2 / plain throughput:      %.3f  (ideal 1F1B M/(M+S-1)*S = %.3f)\n",
+      p / e2, ideal);
   if (!profile_out.empty()) {
     // One pipeline measured; more pipelines are data-parallel copies of it.
     std::ofstream out(profile_out);

@@ -10,21 +10,21 @@ namespace bamboo {
 
 enum class model_kind { gpt, bert };
 
-const char* to_string(model_kind k);
+const char *to_string(model_kind k);
 
 // How stages are protected: off (no shadows), lazy (shadows in sync, lost work
 // recomputed on failover), eager (lazy plus forward redundant computation).
 enum class redundancy_mode { off, lazy, eager };
 
-const char* to_string(redundancy_mode m);
+const char *to_string(redundancy_mode m);
 
 struct model_config {
   model_kind kind = model_kind::gpt;
-  int layers = 4;      // transformer blocks
+  int layers = 4; // transformer blocks
   int d_model = 128;
   int heads = 4;
   int seq_len = 64;
-  int vocab = 256;     // token ids in [0, vocab); BERT adds one [MASK] id
+  int vocab = 256; // token ids in [0, vocab); BERT adds one [MASK] id
   int mlp_ratio = 4;
   double dropout = 0.1;
 
@@ -37,13 +37,13 @@ struct model_config {
 
 struct optimizer_config {
   double lr = 3e-3;
-  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio
+  double min_lr_ratio = 0.1; // cosine decays to lr * min_lr_ratio
   int warmup_steps = 5;
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.1;
-  double clip_norm = 1.0;     // global-norm clipping; 0 disables it
+  double clip_norm = 1.0; // global-norm clipping; 0 disables it
 };
 
 struct train_config {
@@ -55,13 +55,13 @@ struct train_config {
   int steps = 30;
   std::uint64_t seed = 1;
   std::string data = "synthetic";
-  int threads = 1;             // intra-op threads per stage
+  int threads = 1; // intra-op threads per stage
   redundancy_mode redundancy = redundancy_mode::lazy;
 
   int micro_batches() const { return global_batch / micro_batch; }
 };
 
 // The first problem found, as one line for the user; nullopt when valid.
-std::optional<std::string> validate(const train_config& cfg);
+std::optional<std::string> validate(const train_config &cfg);
 
 } // namespace bamboo

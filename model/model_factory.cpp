@@ -4,30 +4,30 @@
 
 namespace bamboo {
 
-std::vector<double> layer_costs(const model_config& cfg) {
+std::vector<double> layer_costs(const model_config &cfg) {
   // Multiply-adds per token, forward; backward is about twice that for every
   // layer, so the ratio between layers is what matters.
   const double d = cfg.d_model, t = cfg.seq_len, v = cfg.vocab;
   const double block = 4 * d * d + 2 * cfg.mlp_ratio * d * d + 2 * t * d;
   std::vector<double> costs;
-  costs.push_back(d);  // embedding: a gather and an add
+  costs.push_back(d); // embedding: a gather and an add
   for (int i = 0; i < cfg.layers; ++i)
     costs.push_back(block);
-  costs.push_back(d * v + 5 * d);  // final LayerNorm, head and softmax
+  costs.push_back(d * v + 5 * d); // final LayerNorm, head and softmax
   return costs;
 }
 
-std::vector<layer_ptr> build_layers(const model_config& cfg, std::uint64_t seed,
+std::vector<layer_ptr> build_layers(const model_config &cfg, std::uint64_t seed,
                                     int first, int last) {
   return cfg.kind == model_kind::gpt ? gpt::layers(cfg, seed, first, last)
                                      : bert::layers(cfg, seed, first, last);
 }
 
-micro_batch make_micro_batch(const train_config& cfg, const token_corpus& corpus,
-                             sample_order& order, std::int64_t step, int j) {
+micro_batch make_micro_batch(const train_config &cfg, const token_corpus &corpus,
+                             sample_order &order, std::int64_t step, int j) {
   std::vector<std::int64_t> samples(cfg.micro_batch);
-  const std::int64_t base =
-    step * static_cast<std::int64_t>(cfg.global_batch) + std::int64_t{j} * cfg.micro_batch;
+  const std::int64_t base = step * static_cast<std::int64_t>(cfg.global_batch) +
+                            std::int64_t{j} * cfg.micro_batch;
   for (int i = 0; i < cfg.micro_batch; ++i)
     samples[i] = order.at(base + i);
   if (cfg.model.kind == model_kind::gpt)
@@ -35,10 +35,11 @@ micro_batch make_micro_batch(const train_config& cfg, const token_corpus& corpus
   return bert::batch(cfg.model, corpus, samples, cfg.seed, step, j);
 }
 
-at::Tensor compute_loss(const at::Tensor& logits, const at::Tensor& target) {
+at::Tensor compute_loss(const at::Tensor &logits, const at::Tensor &target) {
   const auto v = logits.size(-1);
   return at::cross_entropy_loss(logits.reshape({-1, v}), target.reshape({-1}),
-                                /*weight=*/{}, at::Reduction::Mean, /*ignore_index=*/-100);
+                                /*weight=*/{}, at::Reduction::Mean,
+                                /*ignore_index=*/-100);
 }
 
 } // namespace bamboo

@@ -23,7 +23,13 @@ inline std::uint64_t mix_seed(std::initializer_list<std::uint64_t> keys) {
 }
 
 // Domains keep the key spaces of different uses apart.
-enum class rng_domain : std::uint64_t { init = 1, dropout = 2, masking = 3, order = 4, corpus = 5 };
+enum class rng_domain : std::uint64_t {
+  init = 1,
+  dropout = 2,
+  masking = 3,
+  order = 4,
+  corpus = 5
+};
 
 // A small, fast, portable generator (std:: distributions differ across libraries).
 class rng64 {

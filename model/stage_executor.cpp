@@ -4,19 +4,16 @@
 
 namespace bamboo {
 
-stage_executor::stage_executor(const train_config& cfg, int stage, stage_range range,
+stage_executor::stage_executor(const train_config &cfg, int stage, stage_range range,
                                std::shared_ptr<const token_corpus> corpus)
-  : cfg_(cfg),
-    stage_(stage),
-    range_(range),
-    corpus_(std::move(corpus)),
-    order_(cfg.seed, sample_count(*corpus_, cfg.model)),
-    layers_(build_layers(cfg.model, cfg.seed, range.first, range.last)) {
+    : cfg_(cfg), stage_(stage), range_(range), corpus_(std::move(corpus)),
+      order_(cfg.seed, sample_count(*corpus_, cfg.model)),
+      layers_(build_layers(cfg.model, cfg.seed, range.first, range.last)) {
   std::vector<named_tensor> params;
-  for (const auto& layer : layers_)
-    for (const auto& p : layer->params())
-      params.push_back({"layers." + std::to_string(layer->index()) + "." + p.name,
-                        p.tensor});
+  for (const auto &layer : layers_)
+    for (const auto &p : layer->params())
+      params.push_back(
+          {"layers." + std::to_string(layer->index()) + "." + p.name, p.tensor});
   opt_ = std::make_unique<adamw>(std::move(params), cfg.optim, cfg.steps);
 }
 
@@ -37,13 +34,13 @@ void stage_executor::begin_step(std::int64_t k) {
 
 at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
   const layer_ctx ctx{cfg_.seed, k, j, true};
-  for (auto& layer : layers_)
+  for (auto &layer : layers_)
     x = layer->forward(x, ctx);
   return x;
 }
 
-transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport& t) {
-  if (pending_.count(j) == 0) {  // else inherited from FRC: only the send remains
+transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport &t) {
+  if (pending_.count(j) == 0) { // else inherited from FRC: only the send remains
     micro_batch mb;
     if (is_first() || is_last())
       mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
@@ -79,12 +76,12 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
   return t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), act);
 }
 
-transport_status stage_executor::backward(std::int64_t k, int j, tensor_transport& t) {
+transport_status stage_executor::backward(std::int64_t k, int j, tensor_transport &t) {
   auto it = pending_.find(j);
   if (it == pending_.end())
-    return {transport_errc::invalid, "backward of micro-batch " + std::to_string(j) +
-                                       " before its forward"};
-  auto& f = it->second;
+    return {transport_errc::invalid,
+            "backward of micro-batch " + std::to_string(j) + " before its forward"};
+  auto &f = it->second;
   if (is_last()) {
     (f.output / static_cast<double>(cfg_.micro_batches())).backward();
   } else {
@@ -103,7 +100,7 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
   return t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), input_grad);
 }
 
-void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
+void stage_executor::frc(std::int64_t k, int j, const at::Tensor &activation) {
   begin_step(k);
   if (pending_.count(j))
     return;
@@ -120,19 +117,19 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
 
 void stage_executor::promote(std::int64_t k) {
   begin_step(k);
-  for (const auto& [j, f] : pending_)
+  for (const auto &[j, f] : pending_)
     progress_.inherited.insert(j);
   progress_.forwards = progress_.inherited;
 }
 
-step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>& ops,
-                                 tensor_transport& t, stage_executor* replica,
-                                 const kill_hook& hook) {
+step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction> &ops,
+                                 tensor_transport &t, stage_executor *replica,
+                                 const kill_hook &hook) {
   static auto logger = log::get("bamboo.stage");
   begin_step(k);
   step_outcome out;
   while (next_op_ < ops.size()) {
-    const auto& op = ops[next_op_];
+    const auto &op = ops[next_op_];
     if (hook && hook(k, static_cast<int>(next_op_))) {
       out.killed = true;
       return out;
@@ -148,8 +145,8 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
       continue;
     }
     const bool done = op.kind == op_kind::forward
-                        ? progress_.forwards.count(op.micro_batch) > 0
-                        : progress_.backwards.count(op.micro_batch) > 0;
+                          ? progress_.forwards.count(op.micro_batch) > 0
+                          : progress_.backwards.count(op.micro_batch) > 0;
     transport_status st;
     if (!(done && op.kind == op_kind::backward))
       st = op.kind == op_kind::forward ? forward(k, op.micro_batch, t)
@@ -157,8 +154,8 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
     // An op whose compute is done moves on even if its send failed: resend()
     // covers the send, and nothing is ever computed twice.
     const bool computed = op.kind == op_kind::forward
-                            ? progress_.forwards.count(op.micro_batch) > 0
-                            : progress_.backwards.count(op.micro_batch) > 0;
+                              ? progress_.forwards.count(op.micro_batch) > 0
+                              : progress_.backwards.count(op.micro_batch) > 0;
     if (computed)
       ++next_op_;
     if (!st) {
@@ -167,15 +164,15 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
     }
   }
   progress_.complete = true;
-  for (const auto& [j, loss] : losses_)  // in micro-batch order
+  for (const auto &[j, loss] : losses_) // in micro-batch order
     out.loss_sum += loss;
   out.grad_squares = opt_->grad_squares();
   return out;
 }
 
-transport_status stage_executor::resend(const std::vector<int>& activations,
-                                        const std::vector<int>& gradients,
-                                        tensor_transport& t) {
+transport_status stage_executor::resend(const std::vector<int> &activations,
+                                        const std::vector<int> &gradients,
+                                        tensor_transport &t) {
   const auto k = progress_.step;
   for (int j : activations) {
     auto it = sent_act_.find(j);
@@ -198,8 +195,8 @@ transport_status stage_executor::resend(const std::vector<int>& activations,
   return {};
 }
 
-void stage_executor::set_delivered(std::int64_t k, const std::vector<int>& activations,
-                                   const std::vector<int>& gradients) {
+void stage_executor::set_delivered(std::int64_t k, const std::vector<int> &activations,
+                                   const std::vector<int> &gradients) {
   begin_step(k);
   delivered_act_.insert(activations.begin(), activations.end());
   delivered_grad_.insert(gradients.begin(), gradients.end());
@@ -208,7 +205,7 @@ void stage_executor::set_delivered(std::int64_t k, const std::vector<int>& activ
 std::vector<at::Tensor> stage_executor::clip_gradients(double clip_coef) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
-  for (auto& p : opt_->params()) {
+  for (auto &p : opt_->params()) {
     auto g = p.tensor.grad();
     if (g.defined() && clip_coef < 1.0)
       g.mul_(clip_coef);
@@ -222,8 +219,9 @@ void stage_executor::apply_update(std::int64_t k) {
   opt_->step(k, 1.0);
 }
 
-void stage_executor::apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads) {
-  auto& params = opt_->params();
+void stage_executor::apply_gradients(std::int64_t k,
+                                     const std::vector<at::Tensor> &grads) {
+  auto &params = opt_->params();
   for (std::size_t i = 0; i < params.size() && i < grads.size(); ++i)
     params[i].tensor.mutable_grad() = grads[i];
   opt_->step(k, 1.0);

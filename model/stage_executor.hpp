@@ -27,18 +27,18 @@ namespace bamboo {
 // What a stage has done in the current step.
 struct step_progress {
   std::int64_t step = -1;
-  std::set<int> forwards;   // forward computed (own, or inherited from FRC)
-  std::set<int> backwards;  // backward computed
-  std::set<int> frc;        // FRC this stage ran for its successor
-  std::set<int> inherited;  // forwards present from FRC when promoted
-  bool complete = false;    // every instruction done
+  std::set<int> forwards;  // forward computed (own, or inherited from FRC)
+  std::set<int> backwards; // backward computed
+  std::set<int> frc;       // FRC this stage ran for its successor
+  std::set<int> inherited; // forwards present from FRC when promoted
+  bool complete = false;   // every instruction done
 };
 
 struct step_outcome {
-  transport_status status;  // not ok: interrupted (aborted) or failed
-  bool killed = false;      // the preemption hook fired
-  double loss_sum = 0;      // sum of micro-batch losses in order (last stage)
-  double grad_squares = 0;  // squared gradient norm of this stage's parameters
+  transport_status status; // not ok: interrupted (aborted) or failed
+  bool killed = false;     // the preemption hook fired
+  double loss_sum = 0;     // sum of micro-batch losses in order (last stage)
+  double grad_squares = 0; // squared gradient norm of this stage's parameters
 };
 
 // Called before compute instruction `index` of step k; true means "this node
@@ -47,7 +47,7 @@ using kill_hook = std::function<bool(std::int64_t k, int index)>;
 
 class stage_executor {
 public:
-  stage_executor(const train_config& cfg, int stage, stage_range range,
+  stage_executor(const train_config &cfg, int stage, stage_range range,
                  std::shared_ptr<const token_corpus> corpus);
 
   int stage() const { return stage_; }
@@ -55,44 +55,44 @@ public:
   bool is_last() const { return stage_ == cfg_.stages - 1; }
 
   // Runs (or continues) step k's ops. `replica`: the successor's shadow, for FRC.
-  step_outcome run(std::int64_t k, const std::vector<instruction>& ops,
-                   tensor_transport& t, stage_executor* replica = nullptr,
-                   const kill_hook& hook = {});
+  step_outcome run(std::int64_t k, const std::vector<instruction> &ops,
+                   tensor_transport &t, stage_executor *replica = nullptr,
+                   const kill_hook &hook = {});
   // Sends again kept tensors a peer lost: activations to s+1, gradients to s-1.
-  transport_status resend(const std::vector<int>& activations,
-                          const std::vector<int>& gradients, tensor_transport& t);
+  transport_status resend(const std::vector<int> &activations,
+                          const std::vector<int> &gradients, tensor_transport &t);
   // Peers already hold these: do not send them again in this step.
-  void set_delivered(std::int64_t k, const std::vector<int>& activations,
-                     const std::vector<int>& gradients);
+  void set_delivered(std::int64_t k, const std::vector<int> &activations,
+                     const std::vector<int> &gradients);
   // FRC on a replica: this stage's forward of micro-batch j of step k, its graph
   // kept so that a promotion needs only the backward.
-  void frc(std::int64_t k, int j, const at::Tensor& activation);
+  void frc(std::int64_t k, int j, const at::Tensor &activation);
 
   // Owner at commit: clips in place and returns the gradients (for the shadow,
   // which may apply them while the owner runs apply_update).
   std::vector<at::Tensor> clip_gradients(double clip_coef);
   void apply_update(std::int64_t k);
   // Shadow: the same update from the owner's (clipped) gradients.
-  void apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads);
+  void apply_gradients(std::int64_t k, const std::vector<at::Tensor> &grads);
   // Steps whose update has been applied (== k+1 once step k committed here).
   std::int64_t updates() const { return opt_->steps_taken(); }
 
-  const step_progress& progress() const { return progress_; }
+  const step_progress &progress() const { return progress_; }
   // Marks promotion: FRC'd forwards of step k count as inherited.
   void promote(std::int64_t k);
 
   // Parameters named by global layer path ("layers.3.attn.qkv.weight").
-  const std::vector<named_tensor>& parameters() const { return opt_->params(); }
-  const adamw& optimizer() const { return *opt_; }
+  const std::vector<named_tensor> &parameters() const { return opt_->params(); }
+  const adamw &optimizer() const { return *opt_; }
 
 private:
   struct in_flight {
-    at::Tensor input;   // leaf that receives the input gradient (undefined on stage 0)
-    at::Tensor output;  // activation sent on, or the loss on the last stage
+    at::Tensor input;  // leaf that receives the input gradient (undefined on stage 0)
+    at::Tensor output; // activation sent on, or the loss on the last stage
   };
   void begin_step(std::int64_t k);
-  transport_status forward(std::int64_t k, int j, tensor_transport& t);
-  transport_status backward(std::int64_t k, int j, tensor_transport& t);
+  transport_status forward(std::int64_t k, int j, tensor_transport &t);
+  transport_status backward(std::int64_t k, int j, tensor_transport &t);
   at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
 
   train_config cfg_;

@@ -10,52 +10,52 @@
 
 namespace bamboo::schema {
 
-const char* to_string(codec_errc e) {
+const char *to_string(codec_errc e) {
   switch (e) {
-    case codec_errc::none: return "ok";
-    case codec_errc::too_large: return "frame exceeds the size limit";
-    case codec_errc::malformed: return "frame is not a valid message";
-    case codec_errc::unknown_major: return "frame has an unknown major version";
-    case codec_errc::unknown_body: return "frame has an unknown body kind";
+  case codec_errc::none: return "ok";
+  case codec_errc::too_large: return "frame exceeds the size limit";
+  case codec_errc::malformed: return "frame is not a valid message";
+  case codec_errc::unknown_major: return "frame has an unknown major version";
+  case codec_errc::unknown_body: return "frame has an unknown body kind";
   }
   return "unknown codec error";
 }
 
 namespace {
 
-kj::ArrayPtr<const kj::byte> bytes_of(const std::vector<std::uint8_t>& v) {
-  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(v.data()), v.size());
+kj::ArrayPtr<const kj::byte> bytes_of(const std::vector<std::uint8_t> &v) {
+  return kj::arrayPtr(reinterpret_cast<const kj::byte *>(v.data()), v.size());
 }
 
 struct writer {
   wire::Frame::Body::Builder b;
-  void operator()(const heartbeat& x) {
+  void operator()(const heartbeat &x) {
     auto h = b.initHeartbeat();
     h.setNode(x.node);
     h.setGeneration(x.generation);
     h.setStep(x.step);
     h.setTimeMs(x.time_ms);
   }
-  void operator()(const preemption_notice& x) {
+  void operator()(const preemption_notice &x) {
     auto p = b.initPreemption();
     p.setNode(x.node);
     p.setDeadlineMs(x.deadline_ms);
   }
-  void operator()(const join_request& x) {
+  void operator()(const join_request &x) {
     auto j = b.initJoin();
     j.setNode(x.node);
     j.setZone(x.zone);
     j.setVersion(x.version);
     j.setProof(bytes_of(x.proof));
   }
-  void operator()(const plan& x) {
+  void operator()(const plan &x) {
     auto p = b.initPlan();
     p.setGeneration(x.generation);
     p.setPipelines(x.pipelines);
     p.setStages(x.stages);
     auto list = p.initAssignments(static_cast<unsigned>(x.assignments.size()));
     for (unsigned i = 0; i < x.assignments.size(); ++i) {
-      const auto& a = x.assignments[i];
+      const auto &a = x.assignments[i];
       list[i].setPipeline(a.pipeline);
       list[i].setStage(a.stage);
       list[i].setNode(a.node);
@@ -67,7 +67,7 @@ struct writer {
     p.setCursor(x.cursor);
     p.setCheckpoint(x.checkpoint);
   }
-  void operator()(const step_report& x) {
+  void operator()(const step_report &x) {
     auto r = b.initStepReport();
     r.setNode(x.node);
     r.setStage(x.stage);
@@ -80,7 +80,7 @@ struct writer {
     r.setFrc(x.frc);
     r.setInherited(x.inherited);
   }
-  void operator()(const commit& x) {
+  void operator()(const commit &x) {
     auto c = b.initCommit();
     c.setGeneration(x.generation);
     c.setStep(x.step);
@@ -88,49 +88,49 @@ struct writer {
   }
 };
 
-frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
+frame read_body(wire::Frame::Body::Reader b, codec_errc &err) {
   switch (b.which()) {
-    case wire::Frame::Body::HEARTBEAT: {
-      auto h = b.getHeartbeat();
-      return heartbeat{h.getNode(), h.getGeneration(), h.getStep(), h.getTimeMs()};
-    }
-    case wire::Frame::Body::PREEMPTION: {
-      auto p = b.getPreemption();
-      return preemption_notice{p.getNode(), p.getDeadlineMs()};
-    }
-    case wire::Frame::Body::JOIN: {
-      auto j = b.getJoin();
-      auto proof = j.getProof();
-      return join_request{j.getNode(), j.getZone().cStr(), j.getVersion().cStr(),
-                          std::vector<std::uint8_t>(proof.begin(), proof.end())};
-    }
-    case wire::Frame::Body::PLAN: {
-      auto p = b.getPlan();
-      plan x;
-      x.generation = p.getGeneration();
-      x.pipelines = p.getPipelines();
-      x.stages = p.getStages();
-      for (auto a : p.getAssignments())
-        x.assignments.push_back(
+  case wire::Frame::Body::HEARTBEAT: {
+    auto h = b.getHeartbeat();
+    return heartbeat{h.getNode(), h.getGeneration(), h.getStep(), h.getTimeMs()};
+  }
+  case wire::Frame::Body::PREEMPTION: {
+    auto p = b.getPreemption();
+    return preemption_notice{p.getNode(), p.getDeadlineMs()};
+  }
+  case wire::Frame::Body::JOIN: {
+    auto j = b.getJoin();
+    auto proof = j.getProof();
+    return join_request{j.getNode(), j.getZone().cStr(), j.getVersion().cStr(),
+                        std::vector<std::uint8_t>(proof.begin(), proof.end())};
+  }
+  case wire::Frame::Body::PLAN: {
+    auto p = b.getPlan();
+    plan x;
+    x.generation = p.getGeneration();
+    x.pipelines = p.getPipelines();
+    x.stages = p.getStages();
+    for (auto a : p.getAssignments())
+      x.assignments.push_back(
           {a.getPipeline(), a.getStage(), a.getNode(), a.getShadowNode()});
-      x.redundancy = p.getRedundancy().cStr();
-      x.global_batch = p.getGlobalBatch();
-      x.micro_batch = p.getMicroBatch();
-      x.cursor = p.getCursor();
-      x.checkpoint = p.getCheckpoint().cStr();
-      return x;
-    }
-    case wire::Frame::Body::STEP_REPORT: {
-      auto r = b.getStepReport();
-      return step_report{r.getNode(),      r.getStage(),     r.getGeneration(),
-                         r.getStep(),      r.getLossSum(),   r.getGradSquares(),
-                         r.getForwards(),  r.getBackwards(), r.getFrc(),
-                         r.getInherited()};
-    }
-    case wire::Frame::Body::COMMIT: {
-      auto c = b.getCommit();
-      return commit{c.getGeneration(), c.getStep(), c.getClipCoef()};
-    }
+    x.redundancy = p.getRedundancy().cStr();
+    x.global_batch = p.getGlobalBatch();
+    x.micro_batch = p.getMicroBatch();
+    x.cursor = p.getCursor();
+    x.checkpoint = p.getCheckpoint().cStr();
+    return x;
+  }
+  case wire::Frame::Body::STEP_REPORT: {
+    auto r = b.getStepReport();
+    return step_report{r.getNode(),     r.getStage(),     r.getGeneration(),
+                       r.getStep(),     r.getLossSum(),   r.getGradSquares(),
+                       r.getForwards(), r.getBackwards(), r.getFrc(),
+                       r.getInherited()};
+  }
+  case wire::Frame::Body::COMMIT: {
+    auto c = b.getCommit();
+    return commit{c.getGeneration(), c.getStep(), c.getClipCoef()};
+  }
   }
   err = codec_errc::unknown_body;
   return {};
@@ -138,7 +138,7 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
 
 } // namespace
 
-std::vector<std::uint8_t> encode(const frame& f) {
+std::vector<std::uint8_t> encode(const frame &f) {
   capnp::MallocMessageBuilder msg;
   auto root = msg.initRoot<wire::Frame>();
   root.setMajor(major_version);
@@ -149,7 +149,7 @@ std::vector<std::uint8_t> encode(const frame& f) {
   return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
 }
 
-decoded decode(const std::uint8_t* data, std::size_t size, std::size_t limit) {
+decoded decode(const std::uint8_t *data, std::size_t size, std::size_t limit) {
   decoded out;
   if (size > limit) {
     out.error = codec_errc::too_large;
@@ -179,10 +179,11 @@ decoded decode(const std::uint8_t* data, std::size_t size, std::size_t limit) {
     out.value = read_body(root.getBody(), err);
     if (err != codec_errc::none) {
       out.error = err;
-      out.detail = "body tag " + std::to_string(static_cast<int>(root.getBody().which())) +
+      out.detail = "body tag " +
+                   std::to_string(static_cast<int>(root.getBody().which())) +
                    " from minor version " + std::to_string(root.getMinor());
     }
-  } catch (const kj::Exception& e) {
+  } catch (const kj::Exception &e) {
     out.error = codec_errc::malformed;
     out.detail = e.getDescription().cStr();
   }

@@ -73,30 +73,30 @@ struct commit {
   double clip_coef = 1.0;
 };
 
-using frame = std::variant<heartbeat, preemption_notice, join_request, plan,
-                           step_report, commit>;
+using frame =
+    std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit>;
 
 enum class codec_errc {
   none,
-  too_large,       // over the frame size limit
-  malformed,       // not a valid Cap'n Proto message
-  unknown_major,   // written by an incompatible major version
-  unknown_body,    // a body kind this reader does not know (newer minor)
+  too_large,     // over the frame size limit
+  malformed,     // not a valid Cap'n Proto message
+  unknown_major, // written by an incompatible major version
+  unknown_body,  // a body kind this reader does not know (newer minor)
 };
 
-const char* to_string(codec_errc e);
+const char *to_string(codec_errc e);
 
 struct decoded {
   codec_errc error = codec_errc::none;
-  std::string detail;  // human-readable reason when error != none
+  std::string detail; // human-readable reason when error != none
   frame value;
   explicit operator bool() const { return error == codec_errc::none; }
 };
 
-std::vector<std::uint8_t> encode(const frame& f);
-decoded decode(const std::uint8_t* data, std::size_t size,
+std::vector<std::uint8_t> encode(const frame &f);
+decoded decode(const std::uint8_t *data, std::size_t size,
                std::size_t limit = default_frame_limit);
-inline decoded decode(const std::vector<std::uint8_t>& bytes,
+inline decoded decode(const std::vector<std::uint8_t> &bytes,
                       std::size_t limit = default_frame_limit) {
   return decode(bytes.data(), bytes.size(), limit);
 }

@@ -16,17 +16,17 @@ namespace bamboo {
 // Named deadlines (as c10d names its timeouts): no blocking call waits forever.
 inline constexpr std::chrono::milliseconds default_recv_timeout{std::chrono::minutes(5)};
 inline constexpr std::chrono::milliseconds default_collective_timeout{
-  std::chrono::minutes(5)};
+    std::chrono::minutes(5)};
 
 enum class transport_errc {
   ok,
-  timeout,    // the deadline passed
-  aborted,    // abort() was called: the group's generation is over
-  peer_lost,  // the backend saw the peer go away
-  invalid,    // bad rank or tensor
+  timeout,   // the deadline passed
+  aborted,   // abort() was called: the group's generation is over
+  peer_lost, // the backend saw the peer go away
+  invalid,   // bad rank or tensor
 };
 
-const char* to_string(transport_errc e);
+const char *to_string(transport_errc e);
 
 struct transport_status {
   transport_errc code = transport_errc::ok;
@@ -39,7 +39,8 @@ struct transport_status {
 enum class tensor_kind : std::uint64_t { activation = 0, gradient = 1 };
 inline std::uint64_t make_tag(std::int64_t step, int micro_batch, tensor_kind kind) {
   return (static_cast<std::uint64_t>(step) << 24) |
-         (static_cast<std::uint64_t>(micro_batch) << 2) | static_cast<std::uint64_t>(kind);
+         (static_cast<std::uint64_t>(micro_batch) << 2) |
+         static_cast<std::uint64_t>(kind);
 }
 
 class tensor_transport {
@@ -51,12 +52,13 @@ public:
 
   // Hands `t` to rank `dst`. Does not wait for the receiver; `t` must not be
   // modified afterwards (the local backend shares its storage).
-  virtual transport_status send(int dst, std::uint64_t tag, const at::Tensor& t) = 0;
+  virtual transport_status send(int dst, std::uint64_t tag, const at::Tensor &t) = 0;
   // Waits at most `timeout` for the tensor that `src` sent with `tag`.
-  virtual transport_status recv(int src, std::uint64_t tag, at::Tensor& out,
-                                std::chrono::milliseconds timeout = default_recv_timeout) = 0;
+  virtual transport_status
+  recv(int src, std::uint64_t tag, at::Tensor &out,
+       std::chrono::milliseconds timeout = default_recv_timeout) = 0;
   // Ends the group: every pending and future call fails with `aborted`.
-  virtual void abort(const std::string& reason) = 0;
+  virtual void abort(const std::string &reason) = 0;
 };
 
 } // namespace bamboo

@@ -15,13 +15,14 @@ int main() {
   cfg.steps = 5;
 
   bamboo::run_options opts;
-  opts.on_step = [](const bamboo::step_record& r) {
+  opts.on_step = [](const bamboo::step_record &r) {
     std::printf("custom trainer: step %lld loss %.4f\n", static_cast<long long>(r.step),
                 r.loss);
   };
   auto result = bamboo::run_embedded(cfg, opts);
   if (!result) {
-    std::fprintf(stderr, "custom trainer: %s\n", bamboo::describe(result.error()).c_str());
+    std::fprintf(stderr, "custom trainer: %s\n",
+                 bamboo::describe(result.error()).c_str());
     return 1;
   }
   return result->steps.size() == static_cast<std::size_t>(cfg.steps) ? 0 : 1;

@@ -18,13 +18,13 @@ using namespace bamboo::sim;
 
 namespace {
 
-int bad(const std::string& msg) {
+int bad(const std::string &msg) {
   std::cerr << "bamboo-sim: error: " << msg << "\n";
   return 2;
 }
 
 // "12h", "30m", "90s", "1500ms", or a number of hours.
-bool parse_duration(const std::string& text, std::int64_t& ms) {
+bool parse_duration(const std::string &text, std::int64_t &ms) {
   static const std::regex re(R"(([0-9]*\.?[0-9]+)(ms|s|m|h)?)");
   std::smatch m;
   if (!std::regex_match(text, m, re))
@@ -48,7 +48,7 @@ struct run_spec {
   }
 };
 
-bool write_file(const std::string& path, const std::string& text) {
+bool write_file(const std::string &path, const std::string &text) {
   std::ofstream out(path);
   out << text;
   return static_cast<bool>(out);
@@ -56,7 +56,7 @@ bool write_file(const std::string& path, const std::string& text) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   CLI::App app{"bamboo-sim: spot-trace simulator driving bamboo's planner"};
   std::string trace_path, generate, model = "gpt2", profile_path, duration, seeds = "1";
   std::string summary_path, series_path, plot_path;
@@ -64,22 +64,29 @@ int main(int argc, char** argv) {
   std::vector<std::string> policies{"bamboo-nsdi23"}, redundancies{"lazy"};
   int capacity = 48, threads = 0;
   bool timing = false;
-  auto* trace_opt = app.add_option("--trace", trace_path, "event or instance-count trace file");
+  auto *trace_opt =
+      app.add_option("--trace", trace_path, "event or instance-count trace file");
   app.add_option("--generate", generate,
                  "generated trace: hourly (diurnal), random (per-hour draws), removal=P")
-    ->excludes(trace_opt);
+      ->excludes(trace_opt);
   app.add_option("--capacity", capacity, "generated traces: desired instances")
-    ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber);
   app.add_option("--seeds", seeds, "generated traces: seed or range A..B");
-  app.add_option("--policy", policies, "bamboo-nsdi23, bamboo, checkpoint-restart, on-demand")
-    ->check(CLI::IsMember({"bamboo-nsdi23", "bamboo", "checkpoint-restart", "on-demand"}));
-  app.add_option("--redundancy", redundancies, "bamboo policy: off, lazy, eager, adaptive")
-    ->check(CLI::IsMember({"off", "lazy", "eager", "adaptive"}));
+  app.add_option("--policy", policies,
+                 "bamboo-nsdi23, bamboo, checkpoint-restart, on-demand")
+      ->check(
+          CLI::IsMember({"bamboo-nsdi23", "bamboo", "checkpoint-restart", "on-demand"}));
+  app.add_option("--redundancy", redundancies,
+                 "bamboo policy: off, lazy, eager, adaptive")
+      ->check(CLI::IsMember({"off", "lazy", "eager", "adaptive"}));
   app.add_option("--model", model, "gpt2 or bert (built-in profiles)")
-    ->check(CLI::IsMember({"gpt2", "bert"}));
-  app.add_option("--profile", profile_path, "a profile file (e.g. from bamboo-bench-pipeline)");
-  app.add_option("--duration", duration, "simulated time, e.g. 12h; default: target steps");
-  app.add_option("--checkpoint-interval", ckpt_interval, "checkpoint period (bamboo, c-r)");
+      ->check(CLI::IsMember({"gpt2", "bert"}));
+  app.add_option("--profile", profile_path,
+                 "a profile file (e.g. from bamboo-bench-pipeline)");
+  app.add_option("--duration", duration,
+                 "simulated time, e.g. 12h; default: target steps");
+  app.add_option("--checkpoint-interval", ckpt_interval,
+                 "checkpoint period (bamboo, c-r)");
   app.add_option("--restart-cost", restart, "time to restart from a checkpoint");
   app.add_option("--checkpoint-cost", ckpt_cost,
                  "time a checkpoint stops training (default 0 for bamboo, 10s for c-r)");
@@ -90,9 +97,9 @@ int main(int argc, char** argv) {
   app.add_flag("--time", timing, "print how long the runs took");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::ParseError &e) {
     return bad(e.what());
   }
 
@@ -147,13 +154,13 @@ int main(int argc, char** argv) {
     if (!t)
       return bad(t.error);
     fixed_trace = std::move(t.events);
-    seed_hi = seed_lo;  // a file trace has no seed
+    seed_hi = seed_lo; // a file trace has no seed
   } else if (generate == "hourly" || generate == "random") {
     gen.random_hours = generate == "random";
   } else if (generate.rfind("removal=", 0) == 0) {
     try {
       gen.removal_per_hour = std::stod(generate.substr(8));
-    } catch (const std::exception&) {
+    } catch (const std::exception &) {
       return bad("--generate '" + generate + "': removal=P needs a probability");
     }
     if (gen.removal_per_hour < 0 || gen.removal_per_hour > 1)
@@ -166,7 +173,7 @@ int main(int argc, char** argv) {
 
   std::vector<run_spec> runs;
   for (std::uint64_t s = seed_lo; s <= seed_hi; ++s)
-    for (const auto& p : policies) {
+    for (const auto &p : policies) {
       auto kind = p == "bamboo"               ? policy_kind::bamboo
                   : p == "checkpoint-restart" ? policy_kind::checkpoint_restart
                   : p == "on-demand"          ? policy_kind::on_demand
@@ -175,10 +182,10 @@ int main(int argc, char** argv) {
         runs.push_back({kind, sim_redundancy::lazy, s});
         continue;
       }
-      for (const auto& r : redundancies)
+      for (const auto &r : redundancies)
         runs.push_back({kind,
-                        r == "off"     ? sim_redundancy::off
-                        : r == "eager" ? sim_redundancy::eager
+                        r == "off"        ? sim_redundancy::off
+                        : r == "eager"    ? sim_redundancy::eager
                         : r == "adaptive" ? sim_redundancy::adaptive
                                           : sim_redundancy::lazy,
                         s});
@@ -192,8 +199,9 @@ int main(int argc, char** argv) {
       sim_options o = base;
       o.policy = runs[i].policy;
       o.redundancy = runs[i].redundancy;
-      o.checkpoint_cost_ms = ckpt_cost_ms ? *ckpt_cost_ms
-                             : o.policy == policy_kind::checkpoint_restart ? 10000 : 0;
+      o.checkpoint_cost_ms = ckpt_cost_ms                                  ? *ckpt_cost_ms
+                             : o.policy == policy_kind::checkpoint_restart ? 10000
+                                                                           : 0;
       o.record_series = want_series && runs[i].seed == seed_lo;
       if (trace_path.empty() && o.policy != policy_kind::on_demand) {
         auto g = gen;
@@ -205,18 +213,21 @@ int main(int argc, char** argv) {
     }
   };
   const auto start = std::chrono::steady_clock::now();
-  const int n_threads = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const int n_threads =
+      threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::thread> pool;
   for (int t = 0; t < n_threads; ++t)
     pool.emplace_back(worker);
-  for (auto& t : pool)
+  for (auto &t : pool)
     t.join();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  std::printf("%-28s %6s %10s %10s %6s %6s %9s %8s %10s %12s\n", "policy", "seed", "steps",
-              "samples/s", "preempt", "fatal", "instances", "$/h", "value", "samples/$");
+  std::printf("%-28s %6s %10s %10s %6s %6s %9s %8s %10s %12s\n", "policy", "seed",
+              "steps", "samples/s", "preempt", "fatal", "instances", "$/h", "value",
+              "samples/$");
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto& s = results[i].summary;
+    const auto &s = results[i].summary;
     std::printf("%-28s %6llu %10lld %10.3f %6d %6d %9.2f %8.2f %10.4f %12.1f\n",
                 runs[i].label().c_str(), static_cast<unsigned long long>(runs[i].seed),
                 static_cast<long long>(s.steps), s.samples_per_s, s.preemptions,
@@ -224,7 +235,8 @@ int main(int argc, char** argv) {
                 s.samples_per_dollar);
   }
   if (timing)
-    std::printf("timing: %zu runs in %.3f s on %d threads\n", runs.size(), took, n_threads);
+    std::printf("timing: %zu runs in %.3f s on %d threads\n", runs.size(), took,
+                n_threads);
 
   if (!summary_path.empty()) {
     std::string text;

@@ -13,7 +13,7 @@ struct profile {
   std::string name;
   int stages = 12;
   int samples_per_step = 32;
-  std::vector<double> step_s;  // step time for P = 1, 2, ...; the last one beyond
+  std::vector<double> step_s; // step time for P = 1, 2, ...; the last one beyond
   std::int64_t local_rendezvous_ms = 20000;
   std::int64_t target_steps = 0;
   int on_demand_instances = 0;
@@ -23,11 +23,11 @@ struct profile {
 };
 
 // "gpt2" and "bert": the original simulator's constants.
-std::optional<profile> builtin_profile(const std::string& name);
+std::optional<profile> builtin_profile(const std::string &name);
 
 // A "key,value[,value...]" file (as bamboo-bench-pipeline writes with
 // --profile-out): name, stages, samples_per_step, step_s (one per P),
 // local_rendezvous_ms, target_steps, on_demand_instances, on_demand_step_s.
-std::optional<profile> load_profile(const std::string& path, std::string& error);
+std::optional<profile> load_profile(const std::string &path, std::string &error);
 
 } // namespace bamboo::sim

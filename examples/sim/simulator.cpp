@@ -9,22 +9,22 @@
 
 namespace bamboo::sim {
 
-const char* to_string(policy_kind p) {
+const char *to_string(policy_kind p) {
   switch (p) {
-    case policy_kind::nsdi23: return "bamboo-nsdi23";
-    case policy_kind::bamboo: return "bamboo";
-    case policy_kind::checkpoint_restart: return "checkpoint-restart";
-    case policy_kind::on_demand: return "on-demand";
+  case policy_kind::nsdi23: return "bamboo-nsdi23";
+  case policy_kind::bamboo: return "bamboo";
+  case policy_kind::checkpoint_restart: return "checkpoint-restart";
+  case policy_kind::on_demand: return "on-demand";
   }
   return "?";
 }
 
-const char* to_string(sim_redundancy r) {
+const char *to_string(sim_redundancy r) {
   switch (r) {
-    case sim_redundancy::off: return "off";
-    case sim_redundancy::lazy: return "lazy";
-    case sim_redundancy::eager: return "eager";
-    case sim_redundancy::adaptive: return "adaptive";
+  case sim_redundancy::off: return "off";
+  case sim_redundancy::lazy: return "lazy";
+  case sim_redundancy::eager: return "eager";
+  case sim_redundancy::adaptive: return "adaptive";
   }
   return "?";
 }
@@ -35,18 +35,25 @@ constexpr double ms_per_hour = 3600000.0;
 
 // Ranked as in the original: add < remove < generate < ready < global timeout
 // < local timeout < step.
-enum event_kind { ev_add = 1, ev_remove = 2, ev_generate = 3, ev_ready = 4,
-                  ev_global_timeout = 5, ev_local_timeout = 6, ev_step = 7 };
+enum event_kind {
+  ev_add = 1,
+  ev_remove = 2,
+  ev_generate = 3,
+  ev_ready = 4,
+  ev_global_timeout = 5,
+  ev_local_timeout = 6,
+  ev_step = 7
+};
 
 struct event {
   std::int64_t ms;
   int kind;
-  int node;               // add/remove/ready
-  std::uint64_t version;  // step
+  int node;              // add/remove/ready
+  std::uint64_t version; // step
 };
 
 struct event_less {
-  bool operator()(const event& a, const event& b) const {
+  bool operator()(const event &a, const event &b) const {
     return a.ms != b.ms ? a.ms < b.ms : a.kind < b.kind;
   }
 };
@@ -57,7 +64,7 @@ enum class system_status { stopped, rendezvous, running };
 struct instance {
   std::int64_t start = 0;
   node_status status = node_status::creating;
-  std::vector<int> coords;  // p * S + s
+  std::vector<int> coords; // p * S + s
 };
 
 // A step function sampled at change points, averaged like the original.
@@ -78,11 +85,11 @@ struct step_fn {
 
 class engine {
 public:
-  explicit engine(const sim_options& o) : o_(o), stages_(o.prof.stages) {}
+  explicit engine(const sim_options &o) : o_(o), stages_(o.prof.stages) {}
 
-  sim_result run(const std::vector<trace_event>& trace) {
+  sim_result run(const std::vector<trace_event> &trace) {
     std::map<std::string, int> ids;
-    for (const auto& e : trace) {
+    for (const auto &e : trace) {
       auto [it, fresh] = ids.emplace(e.node, static_cast<int>(ids.size()));
       (void)fresh;
       push({e.ms, e.add ? ev_add : ev_remove, it->second, 0});
@@ -107,17 +114,17 @@ public:
   }
 
 private:
-  void push(const event& e) { events_.push(e); }
+  void push(const event &e) { events_.push(e); }
 
-  void handle(const event& e) {
+  void handle(const event &e) {
     switch (e.kind) {
-      case ev_add: on_add(e.ms, e.node); break;
-      case ev_remove: on_remove(e.ms, e.node); break;
-      case ev_ready: on_ready(e.ms, e.node); break;
-      case ev_global_timeout: on_rendezvous_timeout(e.ms, true); break;
-      case ev_local_timeout: on_rendezvous_timeout(e.ms, false); break;
-      case ev_step: on_step(e.ms, e.version); break;
-      default: break;
+    case ev_add: on_add(e.ms, e.node); break;
+    case ev_remove: on_remove(e.ms, e.node); break;
+    case ev_ready: on_ready(e.ms, e.node); break;
+    case ev_global_timeout: on_rendezvous_timeout(e.ms, true); break;
+    case ev_local_timeout: on_rendezvous_timeout(e.ms, false); break;
+    case ev_step: on_step(e.ms, e.version); break;
+    default: break;
     }
   }
 
@@ -125,7 +132,7 @@ private:
     return std::find(live_.begin(), live_.end(), n) != live_.end();
   }
 
-  void note(std::int64_t ms, const char* what) {
+  void note(std::int64_t ms, const char *what) {
     if (!o_.record_series)
       return;
     series_.push_back({ms / ms_per_hour, static_cast<int>(live_.size()), last_perf_,
@@ -164,7 +171,7 @@ private:
       ++waiting_;
   }
 
-  void fatal(std::int64_t ms, const char* why) {
+  void fatal(std::int64_t ms, const char *why) {
     ++fatal_;
     note(ms, why);
     if (o_.policy != policy_kind::nsdi23) {
@@ -188,7 +195,7 @@ private:
     live_.erase(std::find(live_.begin(), live_.end(), n));
     append_cost(ms);
     note(ms, "remove");
-    instance& inst = nodes_[n];
+    instance &inst = nodes_[n];
     const bool was_running = inst.status == node_status::running;
     if (was_running) {
       ++running_losses_;
@@ -215,22 +222,23 @@ private:
   // The original's rule: the predecessor (wrapping) takes the coordinates over,
   // unless it, or the lost node, already holds two.
   bool nsdi23_cover(int n) {
-    const auto& inst = nodes_[n];
+    const auto &inst = nodes_[n];
     if (inst.coords.size() > 1)
       return false;
     const int c = inst.coords[0];
     const int p = c / stages_, s = c % stages_;
     const int search = p * stages_ + (s == 0 ? stages_ - 1 : s - 1);
     for (int m : live_) {
-      auto& other = nodes_[m];
-      if (std::find(other.coords.begin(), other.coords.end(), search) == other.coords.end())
+      auto &other = nodes_[m];
+      if (std::find(other.coords.begin(), other.coords.end(), search) ==
+          other.coords.end())
         continue;
       if (other.coords.size() > 1)
         return false;
       other.coords.push_back(c);
       return true;
     }
-    return true;  // no live predecessor holds it: the original carries on too
+    return true; // no live predecessor holds it: the original carries on too
   }
 
   // Our planner decides; the instances follow its plan.
@@ -296,7 +304,7 @@ private:
     std::vector<int> order;
     int next = 0;
     for (int node : rendezvous_) {
-      auto& inst = nodes_[node];
+      auto &inst = nodes_[node];
       if (next < p * stages_) {
         inst.coords = {next++};
         inst.status = node_status::running;
@@ -324,21 +332,23 @@ private:
     if (o_.policy != policy_kind::bamboo)
       return;
     if (o_.redundancy != sim_redundancy::adaptive) {
-      mode_ = o_.redundancy == sim_redundancy::off    ? redundancy_mode::off
+      mode_ = o_.redundancy == sim_redundancy::off     ? redundancy_mode::off
               : o_.redundancy == sim_redundancy::eager ? redundancy_mode::eager
                                                        : redundancy_mode::lazy;
       plan_.mode = mode_;
       return;
     }
     // One loss in the first hour as a prior: with no history, protection wins.
-    const double rate = (running_losses_ + 1.0) / (ms / ms_per_hour + 1.0);  // per hour
+    const double rate = (running_losses_ + 1.0) / (ms / ms_per_hour + 1.0); // per hour
     const double step = o_.prof.step_seconds(pipelines_);
     const double off = rate *
-      (o_.global_rendezvous_ms / 1e3 + o_.restart_ms / 1e3 + o_.checkpoint_interval_ms / 2e3) /
-      3600.0;
-    const double lazy = o_.lazy_overhead + rate * (o_.prof.local_rendezvous_ms / 1e3 + step) / 3600.0;
-    const double eager =
-      o_.eager_overhead + rate * (o_.prof.local_rendezvous_ms / 1e3 + step / 1.5) / 3600.0;
+                       (o_.global_rendezvous_ms / 1e3 + o_.restart_ms / 1e3 +
+                        o_.checkpoint_interval_ms / 2e3) /
+                       3600.0;
+    const double lazy =
+        o_.lazy_overhead + rate * (o_.prof.local_rendezvous_ms / 1e3 + step) / 3600.0;
+    const double eager = o_.eager_overhead +
+                         rate * (o_.prof.local_rendezvous_ms / 1e3 + step / 1.5) / 3600.0;
     mode_ = off <= lazy && off <= eager ? redundancy_mode::off
             : lazy <= eager             ? redundancy_mode::lazy
                                         : redundancy_mode::eager;
@@ -396,7 +406,8 @@ private:
       last_series_ms_ = ms;
     }
     std::int64_t next = ms;
-    if (o_.policy != policy_kind::nsdi23 && ms - checkpoint_ms_ >= o_.checkpoint_interval_ms) {
+    if (o_.policy != policy_kind::nsdi23 &&
+        ms - checkpoint_ms_ >= o_.checkpoint_interval_ms) {
       checkpoint_step_ = steps_;
       checkpoint_ms_ = ms;
       next += o_.checkpoint_cost_ms;
@@ -410,7 +421,7 @@ private:
 
   sim_result finish(std::int64_t end_ms) {
     sim_result r;
-    auto& s = r.summary;
+    auto &s = r.summary;
     const double hours = std::ceil(end_ms / ms_per_hour);
     s.steps = steps_;
     s.samples = steps_ * o_.prof.samples_per_step;
@@ -420,7 +431,8 @@ private:
     s.mean_instances = instances_.average(hours);
     s.cost_per_h = cost_.average(hours);
     s.value = value_.average(hours);
-    const double trained_s = first_rendezvous_ms_ < 0 ? 0 : (end_ms - first_rendezvous_ms_) / 1e3;
+    const double trained_s =
+        first_rendezvous_ms_ < 0 ? 0 : (end_ms - first_rendezvous_ms_) / 1e3;
     s.samples_per_s = trained_s > 0 ? s.samples / trained_s : 0;
     const double dollars = s.cost_per_h * hours;
     s.samples_per_dollar = dollars > 0 ? s.samples / dollars : 0;
@@ -428,11 +440,11 @@ private:
     return r;
   }
 
-  const sim_options& o_;
+  const sim_options &o_;
   const int stages_;
   py_heap<event, event_less> events_;
   std::vector<instance> nodes_;
-  std::vector<int> live_;  // in insertion order, as the original's dict
+  std::vector<int> live_; // in insertion order, as the original's dict
   system_status status_ = system_status::stopped;
   std::vector<int> rendezvous_;
   std::uint64_t version_ = 0;
@@ -443,7 +455,7 @@ private:
   int removals_ = 0;
   int running_losses_ = 0;
   std::int64_t step_ms_ = 0;
-  std::optional<std::pair<std::int64_t, std::int64_t>> fallback_;  // (steps, ms)
+  std::optional<std::pair<std::int64_t, std::int64_t>> fallback_; // (steps, ms)
   bool fallback_handled_ = false;
   std::int64_t prev_step_ms_ = 0;
   std::int64_t first_rendezvous_ms_ = -1;
@@ -457,10 +469,10 @@ private:
   std::vector<series_point> series_;
 };
 
-sim_result simulate_on_demand(const sim_options& o) {
+sim_result simulate_on_demand(const sim_options &o) {
   sim_result r;
-  auto& s = r.summary;
-  const auto& p = o.prof;
+  auto &s = r.summary;
+  const auto &p = o.prof;
   const double step = p.on_demand_step_s > 0 ? p.on_demand_step_s : p.step_seconds(1);
   const int n = p.on_demand_instances > 0 ? p.on_demand_instances : p.stages;
   double seconds = o.duration_ms ? *o.duration_ms / 1e3 : p.target_steps * step;
@@ -481,7 +493,7 @@ sim_result simulate_on_demand(const sim_options& o) {
 
 } // namespace
 
-sim_result simulate(const std::vector<trace_event>& trace, const sim_options& o) {
+sim_result simulate(const std::vector<trace_event> &trace, const sim_options &o) {
   if (o.policy == policy_kind::on_demand)
     return simulate_on_demand(o);
   engine e(o);

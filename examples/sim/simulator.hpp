@@ -16,23 +16,23 @@ namespace bamboo::sim {
 enum class policy_kind { nsdi23, bamboo, checkpoint_restart, on_demand };
 enum class sim_redundancy { off, lazy, eager, adaptive };
 
-const char* to_string(policy_kind p);
-const char* to_string(sim_redundancy r);
+const char *to_string(policy_kind p);
+const char *to_string(sim_redundancy r);
 
 struct sim_options {
   policy_kind policy = policy_kind::nsdi23;
   sim_redundancy redundancy = sim_redundancy::lazy;
   profile prof;
-  std::optional<std::int64_t> duration_ms;  // none: until the target steps or no events
-  std::int64_t ready_ms = 45000;            // an added node is ready after this
+  std::optional<std::int64_t> duration_ms; // none: until the target steps or no events
+  std::int64_t ready_ms = 45000;           // an added node is ready after this
   std::int64_t global_rendezvous_ms = 30000;
-  double spot_price = 0.91;                 // $/h per live spot instance
+  double spot_price = 0.91; // $/h per live spot instance
   double on_demand_price = 3.06;
-  double fallback_slowdown = 1.5;           // step time while a node runs two stages
+  double fallback_slowdown = 1.5; // step time while a node runs two stages
   // Checkpoints (bamboo's fallback, checkpoint-restart's only protection).
   std::int64_t checkpoint_interval_ms = 30 * 60 * 1000;
-  std::int64_t checkpoint_cost_ms = 0;      // time a checkpoint stops training
-  std::int64_t restart_ms = 60000;          // loading a checkpoint after a restart
+  std::int64_t checkpoint_cost_ms = 0; // time a checkpoint stops training
+  std::int64_t restart_ms = 60000;     // loading a checkpoint after a restart
   // Fault-free cost of redundancy (from bamboo-bench-redundancy).
   double lazy_overhead = 0.014;
   double eager_overhead = 0.14;
@@ -42,7 +42,7 @@ struct sim_options {
 struct series_point {
   double hours = 0;
   int instances = 0;
-  double samples_per_s = 0;  // of the last step
+  double samples_per_s = 0; // of the last step
   double cost_per_h = 0;
   std::int64_t steps = 0;
   int pipelines = 0;
@@ -52,9 +52,9 @@ struct series_point {
 struct sim_summary {
   std::int64_t steps = 0;
   std::int64_t samples = 0;
-  int preemptions = 0;      // removals of any instance
-  int fatal_failures = 0;   // losses redundancy could not cover
-  double hours = 0;         // simulated time
+  int preemptions = 0;    // removals of any instance
+  int fatal_failures = 0; // losses redundancy could not cover
+  double hours = 0;       // simulated time
   double mean_instances = 0;
   double samples_per_s = 0; // samples over the time since the first rendezvous
   double cost_per_h = 0;    // time average
@@ -67,6 +67,6 @@ struct sim_result {
   std::vector<series_point> series;
 };
 
-sim_result simulate(const std::vector<trace_event>& trace, const sim_options& o);
+sim_result simulate(const std::vector<trace_event> &trace, const sim_options &o);
 
 } // namespace bamboo::sim

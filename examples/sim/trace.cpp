@@ -13,13 +13,13 @@ namespace bamboo::sim {
 
 namespace {
 
-std::string trim(const std::string& s) {
+std::string trim(const std::string &s) {
   auto b = s.find_first_not_of(" \t\r");
   auto e = s.find_last_not_of(" \t\r");
   return b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
 }
 
-std::vector<std::string> split(const std::string& line) {
+std::vector<std::string> split(const std::string &line) {
   std::vector<std::string> out;
   std::stringstream ss(line);
   std::string cell;
@@ -28,8 +28,9 @@ std::vector<std::string> split(const std::string& line) {
   return out;
 }
 
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+bool all_digits(const std::string &s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -42,7 +43,7 @@ std::int64_t days_from_civil(int y, unsigned m, unsigned d) {
   return era * 146097LL + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool parse_timestamp(const std::string& date, const std::string& time, std::int64_t& ms) {
+bool parse_timestamp(const std::string &date, const std::string &time, std::int64_t &ms) {
   int y, mo, d, h, mi, s;
   char c1, c2, c3, c4;
   std::istringstream ds(date), ts(time);
@@ -57,27 +58,29 @@ bool parse_timestamp(const std::string& date, const std::string& time, std::int6
   return true;
 }
 
-trace_result parse_events(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
-                          const std::string& origin) {
+trace_result
+parse_events(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
+             const std::string &origin) {
   trace_result r;
   std::set<std::string> live, seen;
   std::int64_t last = 0;
-  for (const auto& [line, cells] : rows) {
+  for (const auto &[line, cells] : rows) {
     auto where = origin + ":" + std::to_string(line) + ": ";
-    if (cells.size() != 3 || !all_digits(cells[0]) || (cells[1] != "add" && cells[1] != "remove") ||
-        cells[2].empty()) {
+    if (cells.size() != 3 || !all_digits(cells[0]) ||
+        (cells[1] != "add" && cells[1] != "remove") || cells[2].empty()) {
       r.error = where + "expected 'delta_ms,add|remove,node'";
       return r;
     }
     trace_event e;
     try {
       e.ms = std::stoll(cells[0]);
-    } catch (const std::exception&) {
+    } catch (const std::exception &) {
       r.error = where + "time out of range";
       return r;
     }
     if (e.ms < last) {
-      r.error = where + "time " + cells[0] + " goes back (previous " + std::to_string(last) + ")";
+      r.error = where + "time " + cells[0] + " goes back (previous " +
+                std::to_string(last) + ")";
       return r;
     }
     last = e.ms;
@@ -102,25 +105,28 @@ trace_result parse_events(const std::vector<std::pair<int, std::vector<std::stri
   return r;
 }
 
-trace_result parse_counts(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
-                          const std::string& origin) {
+trace_result
+parse_counts(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
+             const std::string &origin) {
   trace_result r;
   std::vector<std::pair<std::int64_t, int>> points;
-  for (const auto& [line, cells] : rows) {
+  for (const auto &[line, cells] : rows) {
     std::int64_t ms = 0;
-    if (cells.size() != 3 || !parse_timestamp(cells[0], cells[1], ms) || !all_digits(cells[2])) {
-      r.error = origin + ":" + std::to_string(line) + ": expected 'YYYY-MM-DD, HH:MM:SS, count'";
+    if (cells.size() != 3 || !parse_timestamp(cells[0], cells[1], ms) ||
+        !all_digits(cells[2])) {
+      r.error = origin + ":" + std::to_string(line) +
+                ": expected 'YYYY-MM-DD, HH:MM:SS, count'";
       return r;
     }
     points.push_back({ms, std::stoi(cells[2])});
   }
   // Sorted by time, stable so that equal timestamps keep their file order.
   std::stable_sort(points.begin(), points.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
   const std::int64_t t0 = points.front().first;
-  std::vector<std::string> live;  // oldest first: removals take the oldest node
+  std::vector<std::string> live; // oldest first: removals take the oldest node
   int next_id = 1;
-  for (const auto& [ms, count] : points) {
+  for (const auto &[ms, count] : points) {
     while (static_cast<int>(live.size()) < count) {
       live.push_back("node" + std::to_string(next_id++));
       r.events.push_back({ms - t0, true, live.back()});
@@ -135,7 +141,7 @@ trace_result parse_counts(const std::vector<std::pair<int, std::vector<std::stri
 
 } // namespace
 
-trace_result parse_trace_text(const std::string& text, const std::string& origin) {
+trace_result parse_trace_text(const std::string &text, const std::string &origin) {
   std::vector<std::pair<int, std::vector<std::string>>> rows;
   std::istringstream in(text);
   std::string line;
@@ -152,7 +158,7 @@ trace_result parse_trace_text(const std::string& text, const std::string& origin
     r.error = origin + ": the trace is empty";
     return r;
   }
-  const auto& first = rows.front().second;
+  const auto &first = rows.front().second;
   const bool counts = first.size() == 3 && first[0].find('-') != std::string::npos;
   r = counts ? parse_counts(rows, origin) : parse_events(rows, origin);
   if (r && r.events.empty())
@@ -160,7 +166,7 @@ trace_result parse_trace_text(const std::string& text, const std::string& origin
   return r;
 }
 
-trace_result load_trace(const std::string& path) {
+trace_result load_trace(const std::string &path) {
   std::ifstream in(path);
   if (!in) {
     trace_result r;
@@ -172,7 +178,7 @@ trace_result load_trace(const std::string& path) {
   return parse_trace_text(ss.str(), path);
 }
 
-std::vector<trace_event> generate_trace(const generate_options& o) {
+std::vector<trace_event> generate_trace(const generate_options &o) {
   // The original simulator's diurnal defaults, by hour of the day.
   static const double add_p[24] = {0.05, 0.05, 0.05, 0.5,  0.5,  0.5,  0.05, 0.05,
                                    0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0,
@@ -185,12 +191,12 @@ std::vector<trace_event> generate_trace(const generate_options& o) {
   for (int h = 0; h < 24; ++h) {
     add[h] = o.random_hours ? gen.uniform() : add_p[h];
     rem[h] = o.removal_per_hour >= 0 ? o.removal_per_hour
-             : o.random_hours         ? gen.uniform()
-                                      : remove_p[h];
+             : o.random_hours        ? gen.uniform()
+                                     : remove_p[h];
   }
   if (o.removal_per_hour >= 0)
-    for (double& a : add)
-      a = 1.0;  // constant-removal mode: replacements come back within the hour
+    for (double &a : add)
+      a = 1.0; // constant-removal mode: replacements come back within the hour
   std::vector<trace_event> out;
   std::vector<std::string> live;
   int next_id = 1;
@@ -198,18 +204,20 @@ std::vector<trace_event> generate_trace(const generate_options& o) {
   for (int h = 0; h < hours; ++h) {
     const std::int64_t base = h * 3600000LL;
     std::vector<trace_event> hour;
-    for (const auto& name : live)
+    for (const auto &name : live)
       if (gen.uniform() < rem[h % 24])
-        hour.push_back({base + static_cast<std::int64_t>(gen.below(3600)) * 1000, false, name});
-    const int room = o.capacity - static_cast<int>(live.size()) +
-                     static_cast<int>(hour.size());
+        hour.push_back(
+            {base + static_cast<std::int64_t>(gen.below(3600)) * 1000, false, name});
+    const int room =
+        o.capacity - static_cast<int>(live.size()) + static_cast<int>(hour.size());
     for (int i = 0; i < room; ++i)
       if (h == 0 || gen.uniform() < add[h % 24])
-        hour.push_back({h == 0 ? 0 : base + static_cast<std::int64_t>(gen.below(3600)) * 1000,
-                        true, "node" + std::to_string(next_id++)});
+        hour.push_back(
+            {h == 0 ? 0 : base + static_cast<std::int64_t>(gen.below(3600)) * 1000, true,
+             "node" + std::to_string(next_id++)});
     std::stable_sort(hour.begin(), hour.end(),
-                     [](const auto& a, const auto& b) { return a.ms < b.ms; });
-    for (auto& e : hour) {
+                     [](const auto &a, const auto &b) { return a.ms < b.ms; });
+    for (auto &e : hour) {
       if (e.add) {
         live.push_back(e.node);
       } else {

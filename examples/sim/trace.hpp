@@ -17,12 +17,12 @@ struct trace_event {
 
 struct trace_result {
   std::vector<trace_event> events;
-  std::string error;  // non-empty: what is wrong, with the line number
+  std::string error; // non-empty: what is wrong, with the line number
   explicit operator bool() const { return error.empty(); }
 };
 
-trace_result parse_trace_text(const std::string& text, const std::string& origin);
-trace_result load_trace(const std::string& path);
+trace_result parse_trace_text(const std::string &text, const std::string &origin);
+trace_result load_trace(const std::string &path);
 
 // Generated traces, seeded. hourly: per hour of day, the probability that an
 // instance is added / removed in that hour (the original's default diurnal
@@ -33,9 +33,9 @@ struct generate_options {
   int capacity = 48;
   double hours = 12;
   bool random_hours = false;
-  double removal_per_hour = -1;  // >= 0: constant removal probability per node-hour
+  double removal_per_hour = -1; // >= 0: constant removal probability per node-hour
 };
 
-std::vector<trace_event> generate_trace(const generate_options& o);
+std::vector<trace_event> generate_trace(const generate_options &o);
 
 } // namespace bamboo::sim

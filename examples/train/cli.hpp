@@ -12,15 +12,15 @@ namespace bamboo::app {
 
 struct cli_options {
   train_config cfg;
-  std::string metrics;  // CSV path, empty for none
+  std::string metrics; // CSV path, empty for none
   std::string log_level = "info";
   bool quiet = false;
   bool print_schedule = false;
-  run_options run;  // preemptions and detector settings
+  run_options run; // preemptions and detector settings
 };
 
 // Parses argv. On --help prints usage and sets exit_code 0; on bad input prints
 // one line naming the problem and sets exit_code 2. Returns nullopt in both cases.
-std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code);
+std::optional<cli_options> parse_cli(int argc, char **argv, int &exit_code);
 
 } // namespace bamboo::app

@@ -21,7 +21,7 @@ train_config small_config(model_kind kind, int stages, double clip) {
   c.model.heads = 4;
   c.model.seq_len = 32;
   c.model.vocab = 128;
-  c.model.dropout = 0.1;  // seeded per (step, micro-batch, layer): must not matter
+  c.model.dropout = 0.1; // seeded per (step, micro-batch, layer): must not matter
   c.stages = stages;
   c.micro_batch = 2;
   c.global_batch = 8;
@@ -36,7 +36,7 @@ train_config small_config(model_kind kind, int stages, double clip) {
 // ("stageN#steps") depend on S and are checked on their own.
 std::vector<param_blob> tensors_only(std::vector<param_blob> blobs, std::int64_t steps) {
   std::vector<param_blob> out;
-  for (auto& b : blobs) {
+  for (auto &b : blobs) {
     if (b.name.rfind("stage", 0) == 0)
       CHECK(b.values.at(0) == static_cast<float>(steps));
     else
@@ -45,7 +45,7 @@ std::vector<param_blob> tensors_only(std::vector<param_blob> blobs, std::int64_t
   return out;
 }
 
-run_result run(const train_config& c) {
+run_result run(const train_config &c) {
   run_options o;
   o.collect_parameters = true;
   auto r = run_embedded(c, o);
@@ -55,11 +55,11 @@ run_result run(const train_config& c) {
   return std::move(*r);
 }
 
-bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
+bool bit_equal(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-void check_identical(const run_result& ref, const run_result& got) {
+void check_identical(const run_result &ref, const run_result &got) {
   REQUIRE(got.steps.size() == ref.steps.size());
   for (std::size_t k = 0; k < ref.steps.size(); ++k) {
     INFO("step " << k);
@@ -73,14 +73,15 @@ void check_identical(const run_result& ref, const run_result& got) {
   }
 }
 
-void check_close(const run_result& ref, const run_result& got, double rel) {
+void check_close(const run_result &ref, const run_result &got, double rel) {
   REQUIRE(got.steps.size() == ref.steps.size());
   for (std::size_t k = 0; k < ref.steps.size(); ++k)
-    CHECK(std::abs(got.steps[k].loss - ref.steps[k].loss) <= rel * std::abs(ref.steps[k].loss));
+    CHECK(std::abs(got.steps[k].loss - ref.steps[k].loss) <=
+          rel * std::abs(ref.steps[k].loss));
   REQUIRE(got.parameters.size() == ref.parameters.size());
   for (std::size_t i = 0; i < ref.parameters.size(); ++i) {
-    const auto& a = ref.parameters[i].values;
-    const auto& b = got.parameters[i].values;
+    const auto &a = ref.parameters[i].values;
+    const auto &b = got.parameters[i].values;
     REQUIRE(a.size() == b.size());
     double diff = 0, norm = 0;
     for (std::size_t j = 0; j < a.size(); ++j) {
@@ -98,7 +99,7 @@ TEST_CASE("GPT losses and parameters of S=2 and S=4 equal S=1 to the last bit",
           "[actors]") {
   auto ref = run(small_config(model_kind::gpt, 1, 0.0));
   CHECK(ref.steps.back().loss < ref.steps.front().loss);
-  CHECK(ref.parameters.size() == 3 * (4 * 12 + 2 + 4));  // weights, exp_avg, exp_avg_sq
+  CHECK(ref.parameters.size() == 3 * (4 * 12 + 2 + 4)); // weights, exp_avg, exp_avg_sq
   check_identical(ref, run(small_config(model_kind::gpt, 2, 0.0)));
   check_identical(ref, run(small_config(model_kind::gpt, 4, 0.0)));
 }
@@ -131,7 +132,7 @@ TEST_CASE("the same seed gives the same run, another seed another", "[actors]") 
 }
 
 TEST_CASE("the embedded run refuses bad configurations with a reason", "[actors]") {
-  auto c = small_config(model_kind::gpt, 7, 0.0);  // 6 pipeline layers
+  auto c = small_config(model_kind::gpt, 7, 0.0); // 6 pipeline layers
   auto r = run_embedded(c);
   REQUIRE_FALSE(r);
   CHECK(r.error().code() == static_cast<std::uint8_t>(errc::invalid_config));

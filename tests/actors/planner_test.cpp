@@ -23,7 +23,7 @@ TEST_CASE("a lost node's stage moves to its shadow and the generation goes up",
   REQUIRE(d.fatal.empty());
   CHECK(d.plan.generation == 2);
   CHECK(d.plan.owner == std::vector<int>{0, 1, 1, 3});
-  CHECK(d.plan.shadow == std::vector<int>{3, 0, -1, -1});  // stage 3's replica died too
+  CHECK(d.plan.shadow == std::vector<int>{3, 0, -1, -1}); // stage 3's replica died too
   REQUIRE(d.promoted.size() == 1);
   CHECK(d.promoted[0] == std::pair<int, int>{2, 1});
   CHECK(d.plan.stages_of(1) == std::vector<int>{1, 2});
@@ -47,7 +47,7 @@ TEST_CASE("a resumed step re-sends exactly what each receiver is missing", "[act
   std::vector<stage_done> d(3);
   d[0].forwards = {0, 1, 2};
   d[0].backwards = {0};
-  d[1].restarted = true;  // the heir of stage 1 starts over
+  d[1].restarted = true; // the heir of stage 1 starts over
   d[2].forwards = {0, 1};
   d[2].backwards = {0, 1};
   auto o = plan_resume(d);
@@ -78,10 +78,10 @@ TEST_CASE("the step ledger sets the clip once all reported and waits for shadows
   CHECK(l.loss_sum() == 2.5);
   l.commit(0);
   l.commit(1);
-  CHECK_FALSE(l.complete());  // stage 0's shadow has not synced
+  CHECK_FALSE(l.complete()); // stage 0's shadow has not synced
   l.synced(0);
   CHECK(l.complete());
-  l.owner_lost(0);  // synced: its update survives in the replica
+  l.owner_lost(0); // synced: its update survives in the replica
   CHECK(l.committed(0));
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("Poisson preemptions are seeded and near their rate", "[actors]") {
   REQUIRE(a.size() == b.size());
   CHECK(a.size() > 400);
   CHECK(a.size() < 600);
-  for (auto& k : a) {
+  for (auto &k : a) {
     CHECK(k.node < 4);
     CHECK(k.op <= 8);
   }

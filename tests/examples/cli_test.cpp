@@ -16,10 +16,10 @@ struct outcome {
   std::string output;
 };
 
-outcome run_command(const std::string& cmd_line) {
+outcome run_command(const std::string &cmd_line) {
   std::string cmd = cmd_line + " 2>&1";
   outcome out;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE *p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::array<char, 512> buf{};
   while (fgets(buf.data(), buf.size(), p))
@@ -29,11 +29,11 @@ outcome run_command(const std::string& cmd_line) {
   return out;
 }
 
-outcome run_train(const std::string& args) {
+outcome run_train(const std::string &args) {
   return run_command(std::string(BAMBOO_TRAIN_BIN) + " " + args);
 }
 
-void check_rejected(const std::string& args, const std::string& needle) {
+void check_rejected(const std::string &args, const std::string &needle) {
   INFO("bamboo-train " << args);
   auto r = run_train(args);
   INFO(r.output);
@@ -111,7 +111,7 @@ TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {
 
 namespace {
 
-void check_sim_rejected(const std::string& args, const std::string& needle) {
+void check_sim_rejected(const std::string &args, const std::string &needle) {
   INFO("bamboo-sim " << args);
   auto r = run_command(std::string(BAMBOO_SIM_BIN) + " " + args);
   INFO(r.output);
@@ -146,8 +146,9 @@ TEST_CASE("bamboo-sim replays a published trace and writes its outputs", "[examp
   REQUIRE(r.status == 0);
   std::ifstream in("/tmp/bamboo_sim.json");
   std::string json((std::istreambuf_iterator<char>(in)), {});
-  for (auto key : {"\"steps\"", "\"preemptions\"", "\"fatal_failures\"", "\"mean_instances\"",
-                   "\"samples_per_s\"", "\"cost_per_h\"", "\"value\""})
+  for (auto key :
+       {"\"steps\"", "\"preemptions\"", "\"fatal_failures\"", "\"mean_instances\"",
+        "\"samples_per_s\"", "\"cost_per_h\"", "\"value\""})
     CHECK(json.find(key) != std::string::npos);
   std::ifstream svg("/tmp/bamboo_sim.svg");
   std::string plot((std::istreambuf_iterator<char>(svg)), {});

@@ -21,12 +21,12 @@ sim_options tiny(policy_kind policy, std::int64_t duration_ms) {
   o.prof.step_s = {1.0, 0.5};
   o.prof.local_rendezvous_ms = 20000;
   o.duration_ms = duration_ms;
-  o.lazy_overhead = 0;  // keep the arithmetic of the bamboo policy easy
+  o.lazy_overhead = 0; // keep the arithmetic of the bamboo policy easy
   o.record_series = false;
   return o;
 }
 
-std::vector<trace_event> events(const std::string& text) {
+std::vector<trace_event> events(const std::string &text) {
   auto t = parse_trace_text(text, "test");
   REQUIRE(t);
   return t.events;
@@ -39,7 +39,7 @@ TEST_CASE("the event heap pops equal keys in CPython heapq's order", "[examples]
     int key, id;
   };
   struct less {
-    bool operator()(const item& a, const item& b) const { return a.key < b.key; }
+    bool operator()(const item &a, const item &b) const { return a.key < b.key; }
   };
   py_heap<item, less> h;
   std::vector<int> out;
@@ -65,12 +65,12 @@ TEST_CASE("a covered failure slows the step, re-plans and trains on", "[examples
   // steps at 122.25 ... 129.25 s (8 more) before the 130 s end.
   auto trace = events("0,add,n1\n0,add,n2\n60000,add,n3\n100500,remove,n2\n");
   auto r = simulate(trace, tiny(policy_kind::nsdi23, 130000));
-  const auto& s = r.summary;
+  const auto &s = r.summary;
   CHECK(s.steps == 34);
   CHECK(s.preemptions == 1);
   CHECK(s.fatal_failures == 0);
   CHECK(s.samples == 340);
-  CHECK(s.samples_per_s == Approx(340.0 / 85.0));  // since the first rendezvous, 45 s
+  CHECK(s.samples_per_s == Approx(340.0 / 85.0)); // since the first rendezvous, 45 s
   // Averages run over whole hours as in the original: 2 nodes for 60 s, 3 until
   // 100.5 s, then 2 (held to the end of the hour).
   const double mean = (2 * 60 + 3 * 40.5 + 2 * (3600 - 100.5)) / 3600.0;
@@ -87,7 +87,7 @@ TEST_CASE("losing the node that already took over a stage is fatal", "[examples]
   // (covered by n1), n1 at 100.7 s: it holds two stages. The global rendezvous
   // that follows has only n3: P=0, no more training.
   auto trace =
-    events("0,add,n1\n0,add,n2\n10000,add,n3\n100500,remove,n2\n100700,remove,n1\n");
+      events("0,add,n1\n0,add,n2\n10000,add,n3\n100500,remove,n2\n100700,remove,n1\n");
   auto r = simulate(trace, tiny(policy_kind::nsdi23, 200000));
   CHECK(r.summary.fatal_failures == 1);
   // The original keeps its finished steps, and, as its code does, the step
@@ -139,11 +139,11 @@ TEST_CASE("traces in both formats parse, bad lines are named", "[examples]") {
                                  "2022-01-01, 00:02:00, 1\n",
                                  "counts");
   REQUIRE(counts);
-  REQUIRE(counts.events.size() == 3);  // +1 at 0 s, +1 at 60 s, -1 at 120 s
+  REQUIRE(counts.events.size() == 3); // +1 at 0 s, +1 at 60 s, -1 at 120 s
   CHECK(counts.events[1].ms == 60000);
   CHECK(counts.events[2].ms == 120000);
   CHECK_FALSE(counts.events[2].add);
-  CHECK(counts.events[2].node == counts.events[0].node);  // the oldest goes first
+  CHECK(counts.events[2].node == counts.events[0].node); // the oldest goes first
 
   auto bad = parse_trace_text("0,add,n1\n5,explode,n1\n", "t.csv");
   CHECK(bad.error == "t.csv:2: expected 'delta_ms,add|remove,node'");
@@ -170,7 +170,8 @@ TEST_CASE("generated traces are seeded", "[examples]") {
 
 TEST_CASE("a profile file drives the simulation like a built-in one", "[examples]") {
   std::ofstream("/tmp/bamboo_profile.csv")
-    << "name,mine\nstages,2\nsamples_per_step,10\nstep_s,1.0,0.5\nlocal_rendezvous_ms,20000\n";
+      << "name,mine\nstages,2\nsamples_per_step,10\nstep_s,1.0,0.5\nlocal_rendezvous_ms,"
+         "20000\n";
   std::string err;
   auto p = load_profile("/tmp/bamboo_profile.csv", err);
   REQUIRE(p);
@@ -179,7 +180,7 @@ TEST_CASE("a profile file drives the simulation like a built-in one", "[examples
   auto o = tiny(policy_kind::nsdi23, 130000);
   o.prof = *p;
   auto trace = events("0,add,n1\n0,add,n2\n60000,add,n3\n100500,remove,n2\n");
-  CHECK(simulate(trace, o).summary.steps == 34);  // as in the hand-worked case
+  CHECK(simulate(trace, o).summary.steps == 34); // as in the hand-worked case
   std::ofstream("/tmp/bamboo_profile_bad.csv") << "stages,2\nspeed,fast\n";
   CHECK_FALSE(load_profile("/tmp/bamboo_profile_bad.csv", err));
   CHECK(err.find(":2: unknown key 'speed'") != std::string::npos);

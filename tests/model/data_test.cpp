@@ -9,7 +9,7 @@
 using namespace bamboo;
 
 namespace {
-std::string temp_file(const std::string& name, const std::string& bytes) {
+std::string temp_file(const std::string &name, const std::string &bytes) {
   auto path = std::string("/tmp/bamboo_test_") + name;
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
@@ -40,7 +40,7 @@ TEST_CASE("the sample order is fixed by seed and epoch", "[model]") {
   CHECK(va == vb);
   CHECK(va != vc);
   CHECK(va != next_epoch);
-  CHECK(a.at(3) == va[3]);  // going back to an earlier epoch recomputes it
+  CHECK(a.at(3) == va[3]); // going back to an earlier epoch recomputes it
 }
 
 TEST_CASE("the synthetic corpus is seeded and stays inside the vocabulary", "[model]") {
@@ -68,7 +68,7 @@ TEST_CASE("token files load, and bad ones are refused with a reason", "[model]")
     REQUIRE(c);
     CHECK(c->tokens().size() == 20);
     CHECK(c->tokens()[3] == 256 + 39);
-    CHECK(sample_count(*c, m) == 4);  // (20 - 1) / 4 windows of 4 + 1 tokens
+    CHECK(sample_count(*c, m) == 4); // (20 - 1) / 4 windows of 4 + 1 tokens
   }
   SECTION("odd length") {
     CHECK_FALSE(token_corpus::load(temp_file("odd.bin", "abc"), m, 1, err));
@@ -76,7 +76,8 @@ TEST_CASE("token files load, and bad ones are refused with a reason", "[model]")
   }
   SECTION("token outside the vocabulary") {
     m.vocab = 10;
-    CHECK_FALSE(token_corpus::load(temp_file("big.bin", std::string("\x20\0", 2)), m, 1, err));
+    CHECK_FALSE(
+        token_corpus::load(temp_file("big.bin", std::string("\x20\0", 2)), m, 1, err));
     CHECK(err.find("outside --vocab") != std::string::npos);
   }
   SECTION("missing file") {

@@ -11,7 +11,7 @@ TEST_CASE("our AdamW matches torch::optim::AdamW step for step", "[model]") {
   optimizer_config o;
   o.lr = 1e-2;
   o.warmup_steps = 0;
-  o.min_lr_ratio = 1.0;  // constant learning rate, as torch's optimizer has
+  o.min_lr_ratio = 1.0; // constant learning rate, as torch's optimizer has
   o.weight_decay = 0.1;
   torch::manual_seed(0);
   auto init = torch::randn({5, 7});
@@ -19,9 +19,9 @@ TEST_CASE("our AdamW matches torch::optim::AdamW step for step", "[model]") {
   auto theirs = init.clone().requires_grad_(true);
   adamw opt({{"w", ours}}, o, 10);
   torch::optim::AdamW ref({theirs}, torch::optim::AdamWOptions(o.lr)
-                                      .betas({o.beta1, o.beta2})
-                                      .eps(o.eps)
-                                      .weight_decay(o.weight_decay));
+                                        .betas({o.beta1, o.beta2})
+                                        .eps(o.eps)
+                                        .weight_decay(o.weight_decay));
   for (int k = 0; k < 5; ++k) {
     auto g = torch::randn({5, 7});
     ours.mutable_grad() = g.clone();

@@ -22,7 +22,7 @@ TEST_CASE("1F1B runs every micro-batch once each way, backwards in order", "[mod
         REQUIRE(ops.size() == static_cast<std::size_t>(2 * m));
         int next_b = 0;
         std::set<int> fwd;
-        for (auto& op : ops) {
+        for (auto &op : ops) {
           if (op.kind == op_kind::forward) {
             CHECK(fwd.insert(op.micro_batch).second);
           } else {
@@ -51,8 +51,8 @@ TEST_CASE("1F1B schedules of all stages together never deadlock", "[model]") {
             continue;
           auto op = ops[s][pc[s]];
           bool ready = op.kind == op_kind::forward
-                         ? (s == 0 || fdone[s - 1].count(op.micro_batch))
-                         : (s == stages - 1 || bdone[s + 1].count(op.micro_batch));
+                           ? (s == 0 || fdone[s - 1].count(op.micro_batch))
+                           : (s == stages - 1 || bdone[s + 1].count(op.micro_batch));
           if (ready) {
             (op.kind == op_kind::forward ? fdone : bdone)[s].insert(op.micro_batch);
             ++pc[s];

@@ -20,10 +20,13 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
   p.global_batch = 16;
   p.micro_batch = 4;
   p.cursor = 320;
-  std::vector<frame> frames{heartbeat{3, 2, 17, 123456}, preemption_notice{4, 30000},
-                            join_request{5, "zone-a", "0.1.0", {1, 2, 3}}, p,
-                            step_report{1, 1, 2, 17, 3.25, 0.5, 4, 4, 4, 1}, commit{2, 17, 0.75}};
-  for (const auto& f : frames) {
+  std::vector<frame> frames{heartbeat{3, 2, 17, 123456},
+                            preemption_notice{4, 30000},
+                            join_request{5, "zone-a", "0.1.0", {1, 2, 3}},
+                            p,
+                            step_report{1, 1, 2, 17, 3.25, 0.5, 4, 4, 4, 1},
+                            commit{2, 17, 0.75}};
+  for (const auto &f : frames) {
     auto bytes = encode(f);
     auto d = decode(bytes);
     REQUIRE(d);
@@ -31,7 +34,7 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
     CHECK(encode(d.value) == bytes);
   }
   auto d = decode(encode(p));
-  const auto& q = std::get<plan>(d.value);
+  const auto &q = std::get<plan>(d.value);
   CHECK(q.assignments.size() == 2);
   CHECK(q.assignments[1].shadow_node == 4);
   CHECK(q.redundancy == "lazy");
@@ -46,21 +49,22 @@ TEST_CASE("frames over the size limit are rejected before parsing", "[schema]") 
 
 TEST_CASE("random and truncated bytes are rejected, never crash", "[schema]") {
   std::mt19937 gen(42);
-  auto good = encode(join_request{5, "zone-a", "0.1.0", std::vector<std::uint8_t>(64, 7)});
+  auto good =
+      encode(join_request{5, "zone-a", "0.1.0", std::vector<std::uint8_t>(64, 7)});
   for (std::size_t n = 0; n < good.size(); ++n) {
     auto d = decode(good.data(), n);
-    if (n > 0)  // a truncated frame must not decode as the full one
+    if (n > 0) // a truncated frame must not decode as the full one
       CHECK(d.error != codec_errc::none);
   }
   int rejected = 0;
   for (int i = 0; i < 2000; ++i) {
     std::vector<std::uint8_t> junk(8 * (1 + gen() % 16));
-    for (auto& b : junk)
+    for (auto &b : junk)
       b = static_cast<std::uint8_t>(gen());
     auto d = decode(junk);
     rejected += d ? 0 : 1;
   }
-  CHECK(rejected > 1900);  // a few junk words can form a valid empty frame
+  CHECK(rejected > 1900); // a few junk words can form a valid empty frame
 }
 
 TEST_CASE("a frame of an unknown major version is rejected", "[schema]") {

@@ -1,0 +1,86 @@
+@0x91bfb32c5e71465f;
+# TEST ONLY: control.capnp as a future minor version (1.1) would write it, to
+# check that readers of either version understand each other.
+# bamboo control frames. Fields are only ever added, never renumbered or removed;
+# a reader of minor version n reads frames of any minor version of the same major.
+
+$import "/capnp/c++.capnp".namespace("bamboo::wire_next");
+
+const majorVersion :UInt16 = 1;
+const minorVersion :UInt16 = 1;
+
+struct Heartbeat {
+  node @0 :UInt32;
+  generation @1 :UInt64;
+  step @2 :UInt64;
+  timeMs @3 :Int64;
+  load @4 :Float32;      # added in 1.1
+}
+
+struct DrainNotice {     # added in 1.1
+  node @0 :UInt32;
+}
+
+struct PreemptionNotice {
+  node @0 :UInt32;
+  deadlineMs @1 :Int64;
+}
+
+struct JoinRequest {
+  node @0 :UInt32;
+  zone @1 :Text;
+  version @2 :Text;
+  proof @3 :Data;   # HMAC of the manager's challenge with the cluster token
+}
+
+struct StageAssignment {
+  pipeline @0 :UInt32;
+  stage @1 :UInt32;
+  node @2 :UInt32;
+  shadowNode @3 :UInt32;
+}
+
+struct Plan {
+  generation @0 :UInt64;
+  pipelines @1 :UInt32;
+  stages @2 :UInt32;
+  assignments @3 :List(StageAssignment);
+  redundancy @4 :Text;
+  globalBatch @5 :UInt32;
+  microBatch @6 :UInt32;
+  cursor @7 :UInt64;
+  checkpoint @8 :Text;
+}
+
+struct StepReport {
+  node @0 :UInt32;
+  stage @1 :UInt32;
+  generation @2 :UInt64;
+  step @3 :UInt64;
+  lossSum @4 :Float64;
+  gradSquares @5 :Float64;
+  forwards @6 :UInt32;    # forwards this stage computed in the step
+  backwards @7 :UInt32;
+  frc @8 :UInt32;         # forward redundant computations for the successor
+  inherited @9 :UInt32;   # forwards taken over from FRC on promotion
+}
+
+struct Commit {
+  generation @0 :UInt64;
+  step @1 :UInt64;
+  clipCoef @2 :Float64;
+}
+
+struct Frame {
+  major @0 :UInt16;
+  minor @1 :UInt16;
+  body :union {
+    heartbeat @2 :Heartbeat;
+    preemption @3 :PreemptionNotice;
+    join @4 :JoinRequest;
+    plan @5 :Plan;
+    stepReport @6 :StepReport;
+    commit @7 :Commit;
+    drain @8 :DrainNotice;  # added in 1.1
+  }
+}

@@ -1,0 +1,96 @@
+// The Gloo backend between two ranks in one process, over 127.0.0.1.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "transport/gloo_transport.hpp"
+
+using namespace bamboo;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct pair_of_ranks {
+  std::unique_ptr<gloo_transport> a, b;
+};
+
+pair_of_ranks join_pair(const gloo_store_server& server, std::uint64_t generation) {
+  pair_of_ranks p;
+  std::string ea, eb;
+  gloo_group_spec sa{"127.0.0.1", server.port(), 0, 2, generation, 10s};
+  gloo_group_spec sb{"127.0.0.1", server.port(), 1, 2, generation, 10s};
+  std::thread t([&] { p.b = gloo_transport::join(sb, eb); });
+  p.a = gloo_transport::join(sa, ea);
+  t.join();
+  INFO(ea << " / " << eb);
+  REQUIRE(p.a);
+  REQUIRE(p.b);
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("the gloo transport moves tensors between two ranks", "[transport]") {
+  gloo_store_server server;
+  auto p = join_pair(server, 1);
+  CHECK(p.b->generation() == 1);
+  auto x = at::arange(4096, at::kFloat).reshape({64, 64});
+  const auto tag = make_tag(3, 1, tensor_kind::activation);
+  REQUIRE(p.a->send(1, tag, x));
+  at::Tensor y = at::empty({64, 64});
+  auto st = p.b->recv(0, tag, y, 5s);
+  INFO(st.detail);
+  REQUIRE(st);
+  CHECK(at::equal(x, y));
+  // And back, as a gradient would go.
+  REQUIRE(p.b->send(0, make_tag(3, 1, tensor_kind::gradient), y * 2));
+  at::Tensor z = at::empty({64, 64});
+  REQUIRE(p.a->recv(1, make_tag(3, 1, tensor_kind::gradient), z, 5s));
+  CHECK(at::equal(z, x * 2));
+  CHECK(p.a->flush(5s));
+}
+
+TEST_CASE("a gloo recv fails at its deadline, and abort releases it at once",
+          "[transport]") {
+  gloo_store_server server;
+  auto p = join_pair(server, 1);
+  at::Tensor y = at::empty({16});
+  auto start = std::chrono::steady_clock::now();
+  auto st = p.b->recv(0, 77, y, 300ms);
+  CHECK(st.code == transport_errc::timeout);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  // Gloo closes a pair whose operation timed out: a timeout ends the group,
+  // and the next generation gets a fresh one.
+  p = join_pair(server, 2);
+
+  transport_status blocked;
+  std::chrono::steady_clock::duration waited{};
+  std::thread waiter([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    blocked = p.a->recv(1, 78, y, 30s);
+    waited = std::chrono::steady_clock::now() - t0;
+  });
+  std::this_thread::sleep_for(100ms);
+  p.a->abort("generation 1 ended");
+  waiter.join();
+  CHECK(blocked.code == transport_errc::aborted);
+  CHECK(blocked.detail == "generation 1 ended");
+  CHECK(waited < 3s);
+  CHECK(p.a->send(1, 79, y).code == transport_errc::aborted);
+}
+
+TEST_CASE("a new generation forms a fresh gloo group on the same store", "[transport]") {
+  gloo_store_server server;
+  auto first = join_pair(server, 1);
+  first.a->abort("re-plan");
+  first.b->abort("re-plan");
+  auto second = join_pair(server, 2);
+  auto x = at::ones({8});
+  REQUIRE(second.b->send(0, 5, x));
+  at::Tensor y = at::zeros({8});
+  REQUIRE(second.a->recv(1, 5, y, 5s));
+  CHECK(at::equal(x, y));
+}

@@ -1,0 +1,207 @@
+#include "transport/gloo_transport.hpp"
+
+#include <list>
+#include <mutex>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "transport/log.hpp"
+
+namespace bamboo {
+
+struct gloo_store_server::impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+};
+
+gloo_store_server::gloo_store_server(std::uint16_t port, const std::string& host)
+  : impl_(std::make_unique<impl>()) {
+  c10d::TCPStoreOptions o;
+  o.port = port;
+  o.isServer = true;
+  o.waitWorkers = false;
+  o.timeout = default_gloo_timeout;
+  impl_->store = c10::make_intrusive<c10d::TCPStore>(host, o);
+}
+
+gloo_store_server::~gloo_store_server() = default;
+
+std::uint16_t gloo_store_server::port() const {
+  return impl_->store->getPort();
+}
+
+namespace {
+
+// Gloo tags are ints: only tensors in flight at once need distinct tags, and a
+// step's tensors are all consumed before the next step's are sent.
+int gloo_tag(std::uint64_t tag) {
+  return static_cast<int>(tag & 0x7fffffffULL);
+}
+
+} // namespace
+
+struct gloo_transport::impl {
+  gloo_group_spec spec;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg;
+  std::mutex mtx;
+  bool aborted = false;
+  std::string reason;
+  std::list<c10::intrusive_ptr<c10d::Work>> pending;  // sends and recvs in flight
+
+  std::list<c10::intrusive_ptr<c10d::Work>>::iterator track(c10::intrusive_ptr<c10d::Work> w) {
+    std::lock_guard<std::mutex> guard{mtx};
+    pending.push_back(std::move(w));
+    return std::prev(pending.end());
+  }
+  void untrack(std::list<c10::intrusive_ptr<c10d::Work>>::iterator it) {
+    std::lock_guard<std::mutex> guard{mtx};
+    pending.erase(it);
+  }
+  bool is_aborted(std::string& why) {
+    std::lock_guard<std::mutex> guard{mtx};
+    why = reason;
+    return aborted;
+  }
+  // Completed sends are dropped; called before each new operation.
+  void reap() {
+    std::lock_guard<std::mutex> guard{mtx};
+    pending.remove_if([](const auto& w) { return w->isCompleted(); });
+  }
+};
+
+gloo_transport::gloo_transport(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+gloo_transport::~gloo_transport() {
+  abort("transport closed");
+}
+
+std::unique_ptr<gloo_transport> gloo_transport::join(const gloo_group_spec& spec,
+                                                     std::string& error) {
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = spec.store_port;
+    so.isServer = false;
+    so.timeout = spec.timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(spec.store_host, so);
+    auto store = c10::make_intrusive<c10d::PrefixStore>(
+      "bamboo/gen" + std::to_string(spec.generation), tcp);
+    auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    opts->threads = 2;
+    auto p = std::make_unique<impl>();
+    p->spec = spec;
+    p->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, spec.rank, spec.size, opts);
+    return std::unique_ptr<gloo_transport>(new gloo_transport(std::move(p)));
+  } catch (const std::exception& e) {
+    error = "gloo group of generation " + std::to_string(spec.generation) + ", rank " +
+            std::to_string(spec.rank) + ": " + e.what();
+    return nullptr;
+  }
+}
+
+int gloo_transport::rank() const {
+  return impl_->spec.rank;
+}
+
+int gloo_transport::size() const {
+  return impl_->spec.size;
+}
+
+std::uint64_t gloo_transport::generation() const {
+  return impl_->spec.generation;
+}
+
+transport_status gloo_transport::send(int dst, std::uint64_t tag, const at::Tensor& t) {
+  std::string why;
+  if (impl_->is_aborted(why))
+    return {transport_errc::aborted, why};
+  if (dst < 0 || dst >= size() || dst == rank() || !t.defined())
+    return {transport_errc::invalid, "send to rank " + std::to_string(dst)};
+  impl_->reap();
+  try {
+    // Gloo sends from the tensor's memory until the work completes; the
+    // work keeps a reference, and callers never modify what they sent.
+    std::vector<at::Tensor> v{t.is_contiguous() ? t : t.contiguous()};
+    impl_->track(impl_->pg->send(v, dst, gloo_tag(tag)));
+  } catch (const std::exception& e) {
+    return {transport_errc::peer_lost, e.what()};
+  }
+  return {};
+}
+
+transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& out,
+                                      std::chrono::milliseconds timeout) {
+  std::string why;
+  if (impl_->is_aborted(why))
+    return {transport_errc::aborted, why};
+  if (src < 0 || src >= size() || src == rank() || !out.defined())
+    return {transport_errc::invalid,
+            "recv from rank " + std::to_string(src) + " needs a tensor of the right shape"};
+  impl_->reap();
+  std::vector<at::Tensor> v{out};
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = impl_->pg->recv(v, src, gloo_tag(tag));
+  } catch (const std::exception& e) {
+    return {transport_errc::peer_lost, e.what()};
+  }
+  auto it = impl_->track(work);
+  transport_status st;
+  try {
+    work->wait(timeout);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    st = {what.find("imed out") != std::string::npos ? transport_errc::timeout
+                                                     : transport_errc::peer_lost,
+          what};
+  }
+  impl_->untrack(it);
+  // An aborted wait returns normally with a partial tensor: never trust it.
+  if (impl_->is_aborted(why))
+    return {transport_errc::aborted, why};
+  if (st)
+    out = v[0];
+  return st;
+}
+
+void gloo_transport::abort(const std::string& reason) {
+  std::list<c10::intrusive_ptr<c10d::Work>> works;
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    if (impl_->aborted)
+      return;
+    impl_->aborted = true;
+    impl_->reason = reason;
+    works = impl_->pending;
+  }
+  for (auto& w : works) {
+    try {
+      w->abort();
+    } catch (const std::exception& e) {
+      log::get("bamboo.transport")->debug("abort of a pending work: {}", e.what());
+    }
+  }
+}
+
+transport_status gloo_transport::flush(std::chrono::milliseconds timeout) {
+  std::list<c10::intrusive_ptr<c10d::Work>> works;
+  {
+    std::lock_guard<std::mutex> guard{impl_->mtx};
+    works = impl_->pending;
+  }
+  for (auto& w : works) {
+    try {
+      w->wait(timeout);
+    } catch (const std::exception& e) {
+      return {transport_errc::peer_lost, e.what()};
+    }
+  }
+  std::string why;
+  if (impl_->is_aborted(why))
+    return {transport_errc::aborted, why};
+  impl_->reap();
+  return {};
+}
+
+} // namespace bamboo
