@@ -15,8 +15,8 @@
 #include "actors/step_ledger.hpp"
 #include "model/optimizer.hpp"
 #include "model/schedule.hpp"
-#include "transport/local_transport.hpp"
 #include "transport/log.hpp"
+#include "transport/transport_registry.hpp"
 
 namespace bamboo {
 
@@ -36,15 +36,15 @@ double seconds_between(clock_type::time_point a, clock_type::time_point b) {
 }
 
 struct manager_state {
-  static inline const char *name = "bamboo.manager";
+  static inline const char* name = "bamboo.manager";
 
-  explicit manager_state(caf::event_based_actor *self) : self_(self) {}
+  explicit manager_state(caf::event_based_actor* self) : self_(self) {}
 
   void init(manager_spec spec) {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.manager");
     plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
-    self_->set_down_handler([this](caf::down_msg &dm) { on_down(dm); });
+    self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
   }
 
   caf::behavior make_behavior() {
@@ -54,7 +54,7 @@ struct manager_state {
           start();
           return promise_;
         },
-        [this](const schema::step_report &r) {
+        [this](const schema::step_report& r) {
           if (from_owner(static_cast<int>(r.stage)))
             on_report(r);
         },
@@ -71,14 +71,14 @@ struct manager_state {
           }
         },
         [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
-               const std::string &why) {
+               const std::string& why) {
           if (gen != plan_.generation || !from_owner(stage))
             return;
           fail(make_error(errc::stage_failed, "stage " + std::to_string(stage) +
                                                   " in step " + std::to_string(k) + ": " +
                                                   why));
         },
-        [this](const schema::heartbeat &hb) {
+        [this](const schema::heartbeat& hb) {
           tracker_.seen(static_cast<int>(hb.node), clock_type::now());
         },
         [this](tick_atom) { on_tick(); },
@@ -89,13 +89,12 @@ private:
   // --- set-up and the normal step cycle -------------------------------------
 
   void start() {
-    const auto &cfg = spec_.cfg;
+    const auto& cfg = spec_.cfg;
     logger_->info("{} run: {} stages, G={} m={} ({} micro-batches), {} steps, redundancy "
                   "{}; {}",
                   to_string(cfg.model.kind), cfg.stages, cfg.global_batch,
                   cfg.micro_batch, cfg.micro_batches(), cfg.steps,
                   to_string(cfg.redundancy), describe(spec_.parts));
-    hub_ = std::make_shared<local_hub>(cfg.stages, plan_.generation);
     const auto now = clock_type::now();
     for (int n = 0; n < cfg.stages; ++n) {
       node_spec ns;
@@ -109,11 +108,11 @@ private:
         ns.shadow_range = spec_.parts[successor];
       }
       ns.corpus = spec_.corpus;
-      ns.transport = std::shared_ptr<tensor_transport>(hub_->endpoint(n));
+      ns.transports = spec_.transports;
       ns.injector = spec_.injector;
       ns.heartbeat_period = spec_.heartbeat_period;
       auto h = spawn_node(self_, ns);
-      for (auto *a : {&h.stage, &h.shadow, &h.detector})
+      for (auto* a : {&h.stage, &h.shadow, &h.detector})
         if (*a)
           node_of_[a->address()] = n;
       nodes_.push_back(h);
@@ -136,7 +135,7 @@ private:
 
   std::vector<bool> live_shadows() const {
     std::vector<bool> out;
-    for (const auto &a : shadow_actor_)
+    for (const auto& a : shadow_actor_)
       out.push_back(static_cast<bool>(a));
     return out;
   }
@@ -144,7 +143,7 @@ private:
   void begin_step() {
     ledger_.begin(step_, spec_.cfg.stages, live_shadows());
     step_start_ = clock_type::now();
-    for (const auto &a : distinct_owners())
+    for (const auto& a : distinct_owners())
       for (int s = 0; s < spec_.cfg.stages; ++s)
         if (owner_actor_[s] == a) {
           self_->send(a, run_step_atom::value, plan_.generation, step_);
@@ -154,13 +153,13 @@ private:
 
   std::vector<caf::actor> distinct_owners() const {
     std::vector<caf::actor> out;
-    for (const auto &a : owner_actor_)
+    for (const auto& a : owner_actor_)
       if (std::find(out.begin(), out.end(), a) == out.end())
         out.push_back(a);
     return out;
   }
 
-  void on_report(const schema::step_report &r) {
+  void on_report(const schema::step_report& r) {
     if (!ledger_.report(r) && !ledger_.clip())
       return;
     if (!ledger_.clip()) {
@@ -181,7 +180,7 @@ private:
   void maybe_finish_step() {
     if (!ledger_.complete() || recovering_)
       return;
-    const auto &cfg = spec_.cfg;
+    const auto& cfg = spec_.cfg;
     const auto now = clock_type::now();
     step_record rec;
     rec.step = step_;
@@ -194,7 +193,7 @@ private:
     rec.work = ledger_.reports();
     if (!open_failovers_.empty()) {
       rec.event = "failover";
-      for (auto &f : open_failovers_) {
+      for (auto& f : open_failovers_) {
         f.latency_s = seconds_between(f_kill_time_[f.node], now);
         finish_failover_record(f);
         logger_->info(
@@ -223,13 +222,13 @@ private:
     if (plan_.mode == redundancy_mode::off)
       return false;
     return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
-                       [](const caf::actor &a) { return !a; });
+                       [](const caf::actor& a) { return !a; });
   }
 
   // What the heir recomputed: the lost stage's finished work (known from the
   // kill point when injected), minus what FRC had already done.
-  void finish_failover_record(failover_record &f) {
-    const auto &rep = ledger_.reports()[f.stage];
+  void finish_failover_record(failover_record& f) {
+    const auto& rep = ledger_.reports()[f.stage];
     f.inherited = static_cast<int>(rep.inherited);
     auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
     if (!kill || kill->spec.step != f.step) {
@@ -254,7 +253,7 @@ private:
 
   // --- failures ---------------------------------------------------------------
 
-  bool from(const caf::actor &a) const {
+  bool from(const caf::actor& a) const {
     return a && self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(a);
   }
   bool from_owner(int stage) const {
@@ -267,7 +266,7 @@ private:
     return false;
   }
 
-  void on_down(const caf::down_msg &dm) {
+  void on_down(const caf::down_msg& dm) {
     if (finished_)
       return;
     auto it = node_of_.find(dm.source);
@@ -287,7 +286,7 @@ private:
     self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
   }
 
-  void node_lost(int node, const std::string &cause) {
+  void node_lost(int node, const std::string& cause) {
     if (!plan_.alive[node])
       return;
     const auto now = clock_type::now();
@@ -306,8 +305,9 @@ private:
     }
     // End the old generation: every transfer still waiting on the dead node
     // fails now, not at a transport timeout.
-    hub_->abort("generation " + std::to_string(plan_.generation) + " ended: node " +
-                std::to_string(node) + " lost");
+    spec_.transports->abort(plan_.generation,
+                            "generation " + std::to_string(plan_.generation) +
+                                " ended: node " + std::to_string(node) + " lost");
     for (int s = 0; s < plan_.stages; ++s)
       if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
         shadow_actor_[s] = caf::actor{};
@@ -332,7 +332,6 @@ private:
                     decision.plan.generation);
     }
     plan_ = decision.plan;
-    hub_ = std::make_shared<local_hub>(plan_.stages, plan_.generation);
     start_recovery();
   }
 
@@ -350,7 +349,7 @@ private:
           ->request(owner_actor_[s], std::chrono::seconds(30), progress_atom::value,
                     plan_.generation)
           .then(
-              [this, round, s](stage_progress_msg &p) {
+              [this, round, s](stage_progress_msg& p) {
                 if (round != round_)
                   return;
                 progress_[s] = std::move(p);
@@ -358,7 +357,7 @@ private:
                 if (awaiting_.empty())
                   finish_recovery();
               },
-              [this, round, s](caf::error &err) {
+              [this, round, s](caf::error& err) {
                 // The owner died too: its down message starts a new round.
                 logger_->debug("no progress from stage {}: {}", s, caf::to_string(err));
                 (void)round;
@@ -388,7 +387,7 @@ private:
                                   progress_[s - 1]->frc.end());
         continue;
       }
-      const auto &p = *progress_[s];
+      const auto& p = *progress_[s];
       if (p.step == step_) {
         done[s].forwards.insert(p.forwards.begin(), p.forwards.end());
         done[s].backwards.insert(p.backwards.begin(), p.backwards.end());
@@ -403,7 +402,6 @@ private:
       resume_order o;
       o.generation = plan_.generation;
       o.step = step_;
-      o.transport = std::shared_ptr<tensor_transport>(hub_->endpoint(s));
       o.resend_activations = orders[s].resend_activations;
       o.resend_gradients = orders[s].resend_gradients;
       o.delivered_activations = orders[s].delivered_activations;
@@ -434,28 +432,28 @@ private:
       return;
     }
     std::vector<std::pair<caf::actor, bool>> sources; // actor, is_shadow
-    for (const auto &a : distinct_owners())
+    for (const auto& a : distinct_owners())
       sources.push_back({a, false});
-    for (const auto &a : shadow_actor_)
+    for (const auto& a : shadow_actor_)
       if (a)
         sources.push_back({a, true});
     auto remaining = std::make_shared<std::size_t>(sources.size());
-    for (auto &[actor, is_shadow] : sources)
+    for (auto& [actor, is_shadow] : sources)
       self_->request(actor, std::chrono::seconds(60), params_atom::value)
           .then(
-              [this, remaining, is_shadow = is_shadow](std::vector<param_blob> &blobs) {
-                auto &all =
+              [this, remaining, is_shadow = is_shadow](std::vector<param_blob>& blobs) {
+                auto& all =
                     is_shadow ? spec_.result->shadow_state : spec_.result->parameters;
                 std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
                 if (--*remaining == 0) {
-                  for (auto *v : {&spec_.result->parameters, &spec_.result->shadow_state})
-                    std::sort(v->begin(), v->end(), [](const auto &a, const auto &b) {
+                  for (auto* v : {&spec_.result->parameters, &spec_.result->shadow_state})
+                    std::sort(v->begin(), v->end(), [](const auto& a, const auto& b) {
                       return a.name < b.name;
                     });
                   deliver_done();
                 }
               },
-              [this](caf::error &err) { fail(err); });
+              [this](caf::error& err) { fail(err); });
   }
 
   void deliver_done() {
@@ -465,20 +463,19 @@ private:
     shutdown();
   }
 
-  void fail(const caf::error &err) {
+  void fail(const caf::error& err) {
     if (!promise_.pending())
       return;
     logger_->error("run failed: {}", describe(err));
-    if (hub_)
-      hub_->abort("run failed"); // unblock stages waiting on a dead peer
+    spec_.transports->abort(plan_.generation, "run failed"); // unblock waiting stages
     promise_.deliver(err);
     shutdown();
   }
 
   void shutdown() {
     finished_ = true;
-    for (auto &n : nodes_)
-      for (auto *a : {&n.stage, &n.shadow, &n.detector})
+    for (auto& n : nodes_)
+      for (auto* a : {&n.stage, &n.shadow, &n.detector})
         if (*a)
           self_->send_exit(*a, caf::exit_reason::user_shutdown);
     nodes_.clear();
@@ -487,12 +484,11 @@ private:
     self_->quit();
   }
 
-  caf::event_based_actor *self_;
+  caf::event_based_actor* self_;
   manager_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
   caf::response_promise promise_;
   cluster_plan plan_;
-  std::shared_ptr<local_hub> hub_;
   std::vector<node_handles> nodes_;
   std::map<caf::actor_addr, int> node_of_;
   std::vector<caf::actor> owner_actor_;  // stage -> actor running it
@@ -511,14 +507,14 @@ private:
   std::map<int, clock_type::time_point> f_kill_time_;
 };
 
-caf::behavior manager_actor(caf::stateful_actor<manager_state> *self, manager_spec spec) {
+caf::behavior manager_actor(caf::stateful_actor<manager_state>* self, manager_spec spec) {
   self->state.init(std::move(spec));
   return self->state.make_behavior();
 }
 
 } // namespace
 
-caf::actor spawn_manager(caf::actor_system &sys, manager_spec spec) {
+caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec) {
   return sys.spawn(manager_actor, std::move(spec));
 }
 

@@ -20,6 +20,7 @@ namespace bamboo {
 
 class token_corpus;
 class preemption_injector;
+class transport_registry;
 
 struct step_record {
   std::int64_t step = 0;
@@ -61,15 +62,16 @@ struct manager_spec {
   std::vector<stage_range> parts;
   std::shared_ptr<const token_corpus> corpus;
   std::shared_ptr<preemption_injector> injector; // may be null
+  std::shared_ptr<transport_registry> transports;
   std::chrono::milliseconds heartbeat_period{200};
   int heartbeat_misses = 5;
   bool collect_parameters = false;
-  std::function<void(const step_record &)> on_step; // called on the manager's thread
+  std::function<void(const step_record&)> on_step; // called on the manager's thread
   std::shared_ptr<run_result> result;
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error
 // (errc::unrecoverable_failure when shadows cannot cover a loss).
-caf::actor spawn_manager(caf::actor_system &sys, manager_spec spec);
+caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec);
 
 } // namespace bamboo

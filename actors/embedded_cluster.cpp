@@ -9,10 +9,10 @@
 
 namespace bamboo {
 
-caf::expected<run_result> run_embedded(const train_config &cfg, const run_options &opts) {
+caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
   if (auto problem = validate(cfg))
     return make_error(errc::invalid_config, *problem);
-  for (const auto &p : opts.preemptions)
+  for (const auto& p : opts.preemptions)
     if (p.node < 0 || p.node >= cfg.stages)
       return make_error(errc::invalid_config,
                         "--preempt names node " + std::to_string(p.node) +
@@ -37,12 +37,17 @@ caf::expected<run_result> run_embedded(const train_config &cfg, const run_option
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
       make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
-  for (const auto &k :
+  for (const auto& k :
        poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
     kills.push_back(k);
   if (!kills.empty())
     spec.injector = std::make_shared<preemption_injector>(std::move(kills));
   spec.heartbeat_period = opts.heartbeat_period;
+  try {
+    spec.transports = std::make_shared<transport_registry>(opts.transport, cfg.stages);
+  } catch (const std::exception& e) {
+    return make_error(errc::transport_failure, std::string("transport: ") + e.what());
+  }
   spec.heartbeat_misses = opts.heartbeat_misses;
   spec.collect_parameters = opts.collect_parameters;
   spec.on_step = opts.on_step;
@@ -53,7 +58,7 @@ caf::expected<run_result> run_embedded(const train_config &cfg, const run_option
   {
     caf::scoped_actor self{sys};
     self->request(manager, caf::infinite, train_atom::value)
-        .receive([](done_atom) {}, [&](caf::error &err) { failure = std::move(err); });
+        .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
   }
   if (failure)
     return failure;

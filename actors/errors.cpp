@@ -5,7 +5,7 @@
 
 namespace bamboo {
 
-const char *to_string(errc e) {
+const char* to_string(errc e) {
   switch (e) {
   case errc::invalid_config: return "invalid_config";
   case errc::invalid_data: return "invalid_data";
@@ -25,7 +25,7 @@ caf::error make_error(errc e, std::string context) {
           caf::make_message(std::move(context))};
 }
 
-std::string describe(const caf::error &err) {
+std::string describe(const caf::error& err) {
   if (err.category() != error_category)
     return caf::to_string(err);
   std::string out = to_string(static_cast<errc>(err.code()));
@@ -34,9 +34,9 @@ std::string describe(const caf::error &err) {
   return out;
 }
 
-void register_errors(caf::actor_system_config &cfg) {
+void register_errors(caf::actor_system_config& cfg) {
   cfg.add_error_category(error_category,
-                         [](std::uint8_t code, caf::atom_value, const caf::message &ctx) {
+                         [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
                            std::string out = to_string(static_cast<errc>(code));
                            if (ctx.match_elements<std::string>())
                              out += ": " + ctx.get_as<std::string>(0);

@@ -24,12 +24,12 @@ enum class errc : std::uint8_t {
 
 constexpr caf::atom_value error_category = caf::atom("bamboo");
 
-const char *to_string(errc e);
+const char* to_string(errc e);
 caf::error make_error(errc e);
 caf::error make_error(errc e, std::string context);
 // "bamboo error: invalid_data: cannot read ..." as one line for users.
-std::string describe(const caf::error &err);
+std::string describe(const caf::error& err);
 
-void register_errors(caf::actor_system_config &cfg);
+void register_errors(caf::actor_system_config& cfg);
 
 } // namespace bamboo

@@ -18,7 +18,7 @@ void heartbeat_tracker::seen(int node, clock::time_point now) {
   auto it = nodes_.find(node);
   if (it == nodes_.end())
     return;
-  auto &e = it->second;
+  auto& e = it->second;
   if (e.beats > 0)
     e.max_gap = std::max(e.max_gap, now - e.last);
   e.last = now;
@@ -28,7 +28,7 @@ void heartbeat_tracker::seen(int node, clock::time_point now) {
 std::vector<int> heartbeat_tracker::expired(clock::time_point now,
                                             clock::duration timeout) const {
   std::vector<int> out;
-  for (const auto &[node, e] : nodes_)
+  for (const auto& [node, e] : nodes_)
     if (now - e.last > timeout)
       out.push_back(node);
   return out;
@@ -47,10 +47,10 @@ int heartbeat_tracker::beats(int node) const {
 namespace {
 
 struct detector_state {
-  static inline const char *name = "bamboo.detector";
+  static inline const char* name = "bamboo.detector";
 };
 
-caf::behavior detector_actor(caf::stateful_actor<detector_state> *self, int node,
+caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, int node,
                              caf::actor manager, std::chrono::milliseconds period) {
   auto beat = [=] {
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -65,7 +65,7 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state> *self, int node
 
 } // namespace
 
-caf::actor spawn_failure_detector(caf::local_actor *parent, int node, caf::actor manager,
+caf::actor spawn_failure_detector(caf::local_actor* parent, int node, caf::actor manager,
                                   std::chrono::milliseconds period) {
   return parent->spawn<caf::monitored>(detector_actor, node, std::move(manager), period);
 }

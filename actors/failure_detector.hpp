@@ -38,7 +38,7 @@ private:
 };
 
 // Spawns node `node`'s detector; it heartbeats `manager` until it is killed.
-caf::actor spawn_failure_detector(caf::local_actor *parent, int node, caf::actor manager,
+caf::actor spawn_failure_detector(caf::local_actor* parent, int node, caf::actor manager,
                                   std::chrono::milliseconds period);
 
 } // namespace bamboo

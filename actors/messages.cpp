@@ -4,7 +4,7 @@
 
 namespace bamboo {
 
-void register_messages(caf::actor_system_config &cfg) {
+void register_messages(caf::actor_system_config& cfg) {
   cfg.add_message_type<schema::step_report>("bamboo::step_report");
   cfg.add_message_type<schema::commit>("bamboo::commit");
   cfg.add_message_type<schema::heartbeat>("bamboo::heartbeat");

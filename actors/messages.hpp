@@ -41,7 +41,7 @@ struct param_blob {
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector &f, param_blob &x) {
+typename Inspector::result_type inspect(Inspector& f, param_blob& x) {
   return f(caf::meta::type_name("param_blob"), x.name, x.values);
 }
 
@@ -55,7 +55,7 @@ struct stage_progress_msg {
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector &f, stage_progress_msg &x) {
+typename Inspector::result_type inspect(Inspector& f, stage_progress_msg& x) {
   return f(caf::meta::type_name("stage_progress"), x.stage, x.step, x.forwards,
            x.backwards, x.frc, x.complete, x.report);
 }
@@ -69,17 +69,17 @@ struct shadow_update {
 };
 
 // In-process: continue step k in a new generation (to a survivor), or take the
-// stage over (to a promoted shadow).
+// stage over (to a promoted shadow). The stage joins the generation's transport
+// group itself.
 struct resume_order {
   std::uint64_t generation = 0;
   std::int64_t step = 0;
-  std::shared_ptr<tensor_transport> transport;
   std::vector<int> resend_activations, resend_gradients;
   std::vector<int> delivered_activations, delivered_gradients;
   bool frc_enabled = false; // the successor's replica is still a shadow
 };
 
-void register_messages(caf::actor_system_config &cfg);
+void register_messages(caf::actor_system_config& cfg);
 
 } // namespace bamboo
 
@@ -89,18 +89,18 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bamboo::resume_order)
 namespace bamboo::schema {
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector &f, step_report &x) {
+typename Inspector::result_type inspect(Inspector& f, step_report& x) {
   return f(caf::meta::type_name("step_report"), x.node, x.stage, x.generation, x.step,
            x.loss_sum, x.grad_squares, x.forwards, x.backwards, x.frc, x.inherited);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector &f, commit &x) {
+typename Inspector::result_type inspect(Inspector& f, commit& x) {
   return f(caf::meta::type_name("commit"), x.generation, x.step, x.clip_coef);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector &f, heartbeat &x) {
+typename Inspector::result_type inspect(Inspector& f, heartbeat& x) {
   return f(caf::meta::type_name("heartbeat"), x.node, x.generation, x.step, x.time_ms);
 }
 

@@ -7,7 +7,7 @@
 
 namespace bamboo {
 
-node_handles spawn_node(caf::local_actor *supervisor, const node_spec &spec) {
+node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec) {
   node_handles h;
   h.group = std::make_shared<node_group>();
   stage_actor_spec st;
@@ -15,6 +15,7 @@ node_handles spawn_node(caf::local_actor *supervisor, const node_spec &spec) {
   st.node = spec.node;
   st.injector = spec.injector;
   st.group = h.group;
+  st.transports = spec.transports;
   if (spec.shadow_stage >= 0) {
     // The replica starts from the same (seeded) initial weights as its owner.
     auto replica = std::make_shared<stage_executor>(spec.cfg, spec.shadow_stage,
@@ -29,7 +30,6 @@ node_handles spawn_node(caf::local_actor *supervisor, const node_spec &spec) {
   }
   st.executor =
       std::make_shared<stage_executor>(spec.cfg, spec.stage, spec.range, spec.corpus);
-  st.transport = spec.transport;
   h.stage = spawn_stage_actor(supervisor, std::move(st));
   h.group->add(h.stage);
   h.detector = spawn_failure_detector(supervisor, spec.node,

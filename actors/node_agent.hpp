@@ -24,7 +24,7 @@ struct node_spec {
   int shadow_stage = -1; // -1: no replica on this node
   stage_range shadow_range;
   std::shared_ptr<const token_corpus> corpus;
-  std::shared_ptr<tensor_transport> transport;
+  std::shared_ptr<transport_registry> transports;
   std::shared_ptr<preemption_injector> injector;
   std::chrono::milliseconds heartbeat_period{200};
 };
@@ -37,6 +37,6 @@ struct node_handles {
 };
 
 // Spawns the node's actors, all monitored by `supervisor`.
-node_handles spawn_node(caf::local_actor *supervisor, const node_spec &spec);
+node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec);
 
 } // namespace bamboo

@@ -18,7 +18,7 @@ cluster_plan cluster_plan::initial(int stages, redundancy_mode mode) {
   return p;
 }
 
-cluster_plan cluster_plan::assign(const std::vector<int> &nodes, int pipelines,
+cluster_plan cluster_plan::assign(const std::vector<int>& nodes, int pipelines,
                                   int stages, redundancy_mode mode) {
   cluster_plan p;
   p.pipelines = pipelines;
@@ -52,7 +52,7 @@ int cluster_plan::live_nodes() const {
   return static_cast<int>(std::count(alive.begin(), alive.end(), true));
 }
 
-failover_decision plan_failover(const cluster_plan &plan, int node) {
+failover_decision plan_failover(const cluster_plan& plan, int node) {
   failover_decision d;
   d.plan = plan;
   d.plan.generation = plan.generation + 1;
@@ -87,11 +87,11 @@ failover_decision plan_failover(const cluster_plan &plan, int node) {
   return d;
 }
 
-std::vector<resume_order_plan> plan_resume(const std::vector<stage_done> &done) {
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) {
   const int n = static_cast<int>(done.size());
   std::vector<resume_order_plan> out(n);
   for (int s = 0; s < n; ++s) {
-    auto &o = out[s];
+    auto& o = out[s];
     if (done[s].restarted) {
       // A restarted stage sends as it runs; it skips what its peers already hold.
       if (s + 1 < n)

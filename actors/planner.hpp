@@ -25,7 +25,7 @@ struct cluster_plan {
   // P pipelines of S stages over `nodes` (coordinate p*S+s runs on nodes[p*S+s]);
   // the replica of (p, s) lives on the node of (p, s-1 mod S). Node ids index
   // `alive`, so they should be small integers.
-  static cluster_plan assign(const std::vector<int> &nodes, int pipelines, int stages,
+  static cluster_plan assign(const std::vector<int>& nodes, int pipelines, int stages,
                              redundancy_mode mode);
   int pipelines = 1;
   std::vector<int> stages_of(int node) const;
@@ -41,7 +41,7 @@ struct failover_decision {
 // The loss of `node`: each stage it ran moves to its replica's node. Fatal when
 // the node ran two stages, or a stage it ran has no live replica (two
 // neighbours lost, or redundancy off).
-failover_decision plan_failover(const cluster_plan &plan, int node);
+failover_decision plan_failover(const cluster_plan& plan, int node);
 
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {
@@ -58,6 +58,6 @@ struct resume_order_plan {
 };
 
 // For each stage: what to send again so every stage gets each input exactly once.
-std::vector<resume_order_plan> plan_resume(const std::vector<stage_done> &done);
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done);
 
 } // namespace bamboo

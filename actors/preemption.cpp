@@ -7,8 +7,8 @@
 
 namespace bamboo {
 
-std::optional<std::string> parse_preempt(const std::string &text,
-                                         std::vector<preempt_spec> &kills, double &rate) {
+std::optional<std::string> parse_preempt(const std::string& text,
+                                         std::vector<preempt_spec>& kills, double& rate) {
   static const std::regex node_re(R"(node=(\d+)@step=(\d+)(\.op=(\d+))?)");
   static const std::regex rate_re(R"(rate=([0-9]*\.?[0-9]+))");
   std::smatch m;
@@ -25,7 +25,7 @@ std::optional<std::string> parse_preempt(const std::string &text,
       rate = std::stod(m[1]);
       return std::nullopt;
     }
-  } catch (const std::exception &) {
+  } catch (const std::exception&) {
     return "--preempt '" + text + "': number out of range";
   }
   return "--preempt '" + text + "' is neither node=N@step=K[.op=J] nor rate=R";
@@ -57,7 +57,7 @@ preemption_injector::preemption_injector(std::vector<preempt_spec> kills)
 bool preemption_injector::should_kill(int node, std::int64_t k, int index, int ops) {
   std::lock_guard<std::mutex> guard{mtx_};
   for (std::size_t i = 0; i < kills_.size(); ++i) {
-    const auto &s = kills_[i];
+    const auto& s = kills_[i];
     if (used_[i] || s.node != node || s.step != k)
       continue;
     if (s.op == index || (index == ops && s.op > ops)) {

@@ -19,8 +19,8 @@ struct preempt_spec {
 };
 
 // Parses one --preempt value into `kills` or `rate`; returns the problem if any.
-std::optional<std::string> parse_preempt(const std::string &text,
-                                         std::vector<preempt_spec> &kills, double &rate);
+std::optional<std::string> parse_preempt(const std::string& text,
+                                         std::vector<preempt_spec>& kills, double& rate);
 
 // Seeded Poisson draws: per step, Poisson(rate/100) kills at uniform nodes and
 // instruction indices in [0, ops].
@@ -42,7 +42,7 @@ public:
   bool should_kill(int node, std::int64_t k, int index, int ops);
   std::vector<fired_kill> fired() const;
   std::optional<fired_kill> fired_for(int node) const;
-  const std::vector<preempt_spec> &planned() const { return kills_; }
+  const std::vector<preempt_spec>& planned() const { return kills_; }
 
 private:
   mutable std::mutex mtx_;

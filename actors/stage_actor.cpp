@@ -7,6 +7,7 @@
 #include "actors/preemption.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/log.hpp"
+#include "transport/transport_registry.hpp"
 
 // Weak so that we link with or without OpenBLAS; it keeps its own thread pool,
 // which must not oversubscribe the cores the stages already use.
@@ -23,27 +24,27 @@ void node_group::add(caf::actor a) {
   members.push_back(std::move(a));
 }
 
-void node_group::kill_all(const caf::actor_addr &except) {
+void node_group::kill_all(const caf::actor_addr& except) {
   std::vector<caf::actor> victims;
   {
     std::lock_guard<std::mutex> guard{mtx};
     victims.swap(members);
   }
-  for (auto &a : victims)
+  for (auto& a : victims)
     if (a.address() != except)
       caf::anon_send_exit(a, caf::exit_reason::kill);
 }
 
 namespace {
 
-std::vector<int> to_vector(const std::set<int> &s) {
+std::vector<int> to_vector(const std::set<int>& s) {
   return {s.begin(), s.end()};
 }
 
 struct stage_state {
-  static inline const char *name = "bamboo.stage";
+  static inline const char* name = "bamboo.stage";
 
-  explicit stage_state(caf::event_based_actor *self) : self_(self) {}
+  explicit stage_state(caf::event_based_actor* self) : self_(self) {}
 
   void init(stage_actor_spec spec, caf::actor supervisor) {
     spec_ = std::move(spec);
@@ -65,20 +66,20 @@ struct stage_state {
           run_step(k);
         },
         [this](progress_atom, std::uint64_t) { return progress(); },
-        [this](const resume_order &o) { resume(o); },
-        [this](const schema::commit &c) { commit(c); },
-        [this](shadow_atom, const caf::actor &a) { shadow_ = a; },
+        [this](const resume_order& o) { resume(o); },
+        [this](const schema::commit& c) { commit(c); },
+        [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
         [this](params_atom) { return state_blobs(); },
     };
   }
 
   caf::behavior shadow() {
     return {
-        [this](const shadow_update &u) {
+        [this](const shadow_update& u) {
           spec_.executor->apply_gradients(u.step, u.grads->grads);
           self_->send(supervisor_, synced_atom::value, u.generation, u.step, stage_);
         },
-        [this](const resume_order &o) {
+        [this](const resume_order& o) {
           logger_->info(
               "node {}: promoting the shadow of stage {} in step {} (generation {})",
               spec_.node, stage_, o.step, o.generation);
@@ -92,7 +93,7 @@ struct stage_state {
           spec_.executor->promote(o.step);
           resume(o);
         },
-        [this](shadow_atom, const caf::actor &a) { shadow_ = a; },
+        [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
         [this](params_atom) { return state_blobs(); },
     };
   }
@@ -117,8 +118,24 @@ private:
     self_->quit(caf::exit_reason::kill);
   }
 
+  // This stage's endpoint of the current generation's group.
+  bool connect(std::int64_t k) {
+    if (transport_ && transport_->generation() == gen_)
+      return true;
+    std::string error;
+    transport_ = spec_.transports->connect(stage_, gen_, error);
+    if (transport_)
+      return true;
+    logger_->error("stage {}: no transport for generation {}: {}", stage_, gen_, error);
+    self_->send(supervisor_, step_failed_atom::value, gen_, k, stage_,
+                "transport: " + error);
+    return false;
+  }
+
   void run_step(std::int64_t k) {
     prepare_thread();
+    if (!connect(k))
+      return;
     step_outcome out;
     kill_hook hook;
     if (spec_.injector)
@@ -127,9 +144,9 @@ private:
                                            static_cast<int>(ops_.size()));
       };
     try {
-      out = spec_.executor->run(k, ops_, *spec_.transport,
+      out = spec_.executor->run(k, ops_, *transport_,
                                 frc_enabled_ ? spec_.replica.get() : nullptr, hook);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       // LibTorch reports bugs and bad shapes by throwing; never across actors.
       out.status = {transport_errc::invalid, std::string("exception: ") + e.what()};
     }
@@ -152,8 +169,8 @@ private:
     self_->send(supervisor_, last_);
   }
 
-  schema::step_report make_report(std::int64_t k, const step_outcome &out) const {
-    const auto &p = spec_.executor->progress();
+  schema::step_report make_report(std::int64_t k, const step_outcome& out) const {
+    const auto& p = spec_.executor->progress();
     schema::step_report rep;
     rep.node = static_cast<std::uint32_t>(spec_.node);
     rep.stage = static_cast<std::uint32_t>(stage_);
@@ -169,7 +186,7 @@ private:
   }
 
   stage_progress_msg progress() const {
-    const auto &p = spec_.executor->progress();
+    const auto& p = spec_.executor->progress();
     stage_progress_msg m;
     m.stage = stage_;
     m.step = p.step;
@@ -181,13 +198,15 @@ private:
     return m;
   }
 
-  void resume(const resume_order &o) {
+  void resume(const resume_order& o) {
     gen_ = o.generation;
-    spec_.transport = o.transport;
     frc_enabled_ = o.frc_enabled && spec_.replica != nullptr;
-    auto &ex = *spec_.executor;
+    prepare_thread();
+    if (!connect(o.step))
+      return;
+    auto& ex = *spec_.executor;
     ex.set_delivered(o.step, o.delivered_activations, o.delivered_gradients);
-    auto st = ex.resend(o.resend_activations, o.resend_gradients, *spec_.transport);
+    auto st = ex.resend(o.resend_activations, o.resend_gradients, *transport_);
     if (!st) {
       if (st.code != transport_errc::aborted)
         self_->send(supervisor_, step_failed_atom::value, gen_, o.step, stage_,
@@ -198,9 +217,9 @@ private:
       run_step(o.step);
   }
 
-  void commit(const schema::commit &c) {
+  void commit(const schema::commit& c) {
     const auto k = static_cast<std::int64_t>(c.step);
-    auto &ex = *spec_.executor;
+    auto& ex = *spec_.executor;
     if (ex.updates() > k) // already applied (a re-sent commit after a re-plan)
       return;
     if (spec_.injector &&
@@ -214,7 +233,7 @@ private:
       if (shadow_)
         self_->send(shadow_, shadow_update{c.generation, k, stage_, grads});
       ex.apply_update(k);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       self_->send(supervisor_, step_failed_atom::value, c.generation, k, stage_,
                   std::string("optimizer update: ") + e.what());
       return;
@@ -225,13 +244,13 @@ private:
   // Parameters, both AdamW moments and the step counter, by name.
   std::vector<param_blob> state_blobs() const {
     std::vector<param_blob> out;
-    auto blob = [&](const std::string &name, const at::Tensor &t) {
+    auto blob = [&](const std::string& name, const at::Tensor& t) {
       auto c = t.detach().contiguous();
-      const float *data = c.data_ptr<float>();
+      const float* data = c.data_ptr<float>();
       out.push_back({name, std::vector<float>(data, data + c.numel())});
     };
-    const auto &opt = spec_.executor->optimizer();
-    const auto &params = opt.params();
+    const auto& opt = spec_.executor->optimizer();
+    const auto& params = opt.params();
     for (std::size_t i = 0; i < params.size(); ++i) {
       blob(params[i].name, params[i].tensor);
       blob(params[i].name + "#exp_avg", opt.exp_avg()[i]);
@@ -242,10 +261,11 @@ private:
     return out;
   }
 
-  caf::event_based_actor *self_;
+  caf::event_based_actor* self_;
   stage_actor_spec spec_;
   caf::actor supervisor_;
   caf::actor shadow_;
+  std::shared_ptr<tensor_transport> transport_;
   std::shared_ptr<spdlog::logger> logger_;
   std::vector<instruction> ops_;
   int stage_ = 0;
@@ -256,13 +276,13 @@ private:
   schema::step_report last_;
 };
 
-caf::behavior active_stage(caf::stateful_actor<stage_state> *self, stage_actor_spec spec,
+caf::behavior active_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,
                            caf::actor supervisor) {
   self->state.init(std::move(spec), std::move(supervisor));
   return self->state.active();
 }
 
-caf::behavior shadow_stage(caf::stateful_actor<stage_state> *self, stage_actor_spec spec,
+caf::behavior shadow_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,
                            caf::actor supervisor) {
   self->state.init(std::move(spec), std::move(supervisor));
   return self->state.shadow();
@@ -270,13 +290,13 @@ caf::behavior shadow_stage(caf::stateful_actor<stage_state> *self, stage_actor_s
 
 } // namespace
 
-caf::actor spawn_stage_actor(caf::local_actor *supervisor, stage_actor_spec spec) {
+caf::actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
   auto sup = caf::actor_cast<caf::actor>(supervisor);
   return supervisor->spawn<caf::detached + caf::monitored>(active_stage, std::move(spec),
                                                            std::move(sup));
 }
 
-caf::actor spawn_shadow_actor(caf::local_actor *supervisor, stage_actor_spec spec) {
+caf::actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
   auto sup = caf::actor_cast<caf::actor>(supervisor);
   return supervisor->spawn<caf::detached + caf::monitored>(shadow_stage, std::move(spec),
                                                            std::move(sup));

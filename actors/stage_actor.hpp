@@ -19,6 +19,7 @@ namespace bamboo {
 
 class stage_executor;
 class tensor_transport;
+class transport_registry;
 class preemption_injector;
 
 // The actors of one node: when the node is preempted they all die at once.
@@ -26,7 +27,7 @@ struct node_group {
   std::mutex mtx;
   std::vector<caf::actor> members;
   void add(caf::actor a);
-  void kill_all(const caf::actor_addr &except);
+  void kill_all(const caf::actor_addr& except);
 };
 
 struct stage_actor_spec {
@@ -34,7 +35,7 @@ struct stage_actor_spec {
   int node = 0;
   std::shared_ptr<stage_executor> executor;
   std::shared_ptr<stage_executor> replica;     // active: the node's shadow, for FRC
-  std::shared_ptr<tensor_transport> transport; // active: this generation's group
+  std::shared_ptr<transport_registry> transports; // each generation's groups
   std::shared_ptr<preemption_injector> injector;
   std::shared_ptr<node_group> group;
 };
@@ -47,7 +48,7 @@ using shadow_atom = caf::atom_constant<caf::atom("shadow")>;
 //          schema::commit -> (committed_atom, gen, k, stage) and a shadow_update
 //          to the actor set by (shadow_atom, actor); (params_atom) -> blobs.
 //  shadow: shadow_update -> (synced_atom, gen, k, stage); resume_order promotes.
-caf::actor spawn_stage_actor(caf::local_actor *supervisor, stage_actor_spec spec);
-caf::actor spawn_shadow_actor(caf::local_actor *supervisor, stage_actor_spec spec);
+caf::actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec);
+caf::actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec);
 
 } // namespace bamboo

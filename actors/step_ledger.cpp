@@ -6,7 +6,7 @@
 namespace bamboo {
 
 void step_ledger::begin(std::int64_t step, int stages,
-                        const std::vector<bool> &has_shadow) {
+                        const std::vector<bool>& has_shadow) {
   step_ = step;
   reported_.assign(stages, false);
   committed_.assign(stages, false);
@@ -16,7 +16,7 @@ void step_ledger::begin(std::int64_t step, int stages,
   clip_.reset();
 }
 
-bool step_ledger::report(const schema::step_report &r) {
+bool step_ledger::report(const schema::step_report& r) {
   if (static_cast<std::int64_t>(r.step) != step_ || r.stage >= reported_.size())
     return false;
   const bool was_complete = all_reported();
@@ -31,7 +31,7 @@ bool step_ledger::all_reported() const {
 
 double step_ledger::grad_norm() const {
   double total = 0;
-  for (const auto &r : reports_)
+  for (const auto& r : reports_)
     total += r.grad_squares;
   return std::sqrt(total);
 }

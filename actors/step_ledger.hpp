@@ -12,11 +12,11 @@ namespace bamboo {
 
 class step_ledger {
 public:
-  void begin(std::int64_t step, int stages, const std::vector<bool> &has_shadow);
+  void begin(std::int64_t step, int stages, const std::vector<bool>& has_shadow);
   std::int64_t step() const { return step_; }
 
   // Returns true when this report completed the set (the clip factor can be set).
-  bool report(const schema::step_report &r);
+  bool report(const schema::step_report& r);
   bool all_reported() const;
   // Squared norms summed in stage order, not arrival order: the clip must not vary.
   double grad_norm() const;
@@ -37,7 +37,7 @@ public:
   void shadow_lost(int stage) { needs_sync_[stage] = false; }
 
   bool complete() const;
-  const std::vector<schema::step_report> &reports() const { return reports_; }
+  const std::vector<schema::step_report>& reports() const { return reports_; }
 
 private:
   std::int64_t step_ = -1;

@@ -18,7 +18,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 constexpr int rounds = 15;
-constexpr std::int64_t floats = 4 << 20;  // 16 MiB
+constexpr std::int64_t floats = 4 << 20; // 16 MiB
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -73,9 +73,10 @@ int main() {
   }
   const double mib = floats * 4 / 1048576.0;
   const double o = median(ours), c = median(bare);
-  std::printf("16 MiB send/recv over loopback: bamboo gloo_transport %.2f ms (%.0f MiB/s), "
-              "bare c10d %.2f ms (%.0f MiB/s)\n",
-              1e3 * o, mib / o, 1e3 * c, mib / c);
+  std::printf(
+      "16 MiB send/recv over loopback: bamboo gloo_transport %.2f ms (%.0f MiB/s), "
+      "bare c10d %.2f ms (%.0f MiB/s)\n",
+      1e3 * o, mib / o, 1e3 * c, mib / c);
   std::printf("throughput ratio bamboo / bare c10d: %.3f  (goal >= 0.9)\n", c / o);
   return 0;
 }

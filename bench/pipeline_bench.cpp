@@ -47,15 +47,15 @@ train_config bench_config(int stages) {
 
 // A plain LibTorch loop: one module list, autograd over the whole model,
 // torch::optim::AdamW, gradient accumulation over the same micro-batches.
-double plain_step_seconds(const train_config &c) {
+double plain_step_seconds(const train_config& c) {
   at::set_num_threads(1);
   std::string err;
   auto corpus = token_corpus::load(c.data, c.model, c.seed, err);
   sample_order order(c.seed, sample_count(*corpus, c.model));
   auto layers = build_layers(c.model, c.seed, 0, c.model.pipeline_layers());
   std::vector<at::Tensor> params;
-  for (auto &l : layers)
-    for (auto &p : l->params())
+  for (auto& l : layers)
+    for (auto& p : l->params())
       params.push_back(p.tensor);
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(c.optim.lr)
                                       .betas({c.optim.beta1, c.optim.beta2})
@@ -68,7 +68,7 @@ double plain_step_seconds(const train_config &c) {
       auto mb = make_micro_batch(c, *corpus, order, k, j);
       at::Tensor x = mb.input;
       layer_ctx ctx{c.seed, k, j, true};
-      for (auto &l : layers)
+      for (auto& l : layers)
         x = l->forward(x, ctx);
       (compute_loss(x, mb.target) / double(c.micro_batches())).backward();
     }
@@ -81,14 +81,14 @@ double plain_step_seconds(const train_config &c) {
   return median(times);
 }
 
-double embedded_step_seconds(const train_config &c) {
+double embedded_step_seconds(const train_config& c) {
   auto r = run_embedded(c);
   if (!r) {
     std::fprintf(stderr, "bench: %s\n", describe(r.error()).c_str());
     std::exit(1);
   }
   std::vector<double> times;
-  for (auto &s : r->steps)
+  for (auto& s : r->steps)
     if (s.step >= warmup_steps)
       times.push_back(s.seconds);
   return median(times);
@@ -96,7 +96,7 @@ double embedded_step_seconds(const train_config &c) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   CLI::App app{"bamboo-bench-pipeline: pipeline overhead and speed-up"};
   std::string profile_out;
   app.add_option("--profile-out", profile_out,

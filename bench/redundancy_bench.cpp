@@ -36,7 +36,7 @@ train_config bench_config(redundancy_mode mode) {
   return c;
 }
 
-run_result run(const train_config &c, const run_options &o = {}) {
+run_result run(const train_config& c, const run_options& o = {}) {
   auto r = run_embedded(c, o);
   if (!r) {
     std::fprintf(stderr, "bench: %s\n", describe(r.error()).c_str());
@@ -45,9 +45,9 @@ run_result run(const train_config &c, const run_options &o = {}) {
   return std::move(*r);
 }
 
-double median_step(const run_result &r) {
+double median_step(const run_result& r) {
   std::vector<double> t;
-  for (const auto &s : r.steps)
+  for (const auto& s : r.steps)
     if (s.step >= warmup_steps && s.event.empty())
       t.push_back(s.seconds);
   return median(t);
@@ -84,7 +84,7 @@ int main() {
       std::fprintf(stderr, "bench: expected one failover\n");
       return 1;
     }
-    const auto &f = r.failovers[0];
+    const auto& f = r.failovers[0];
     const double step = median_step(r);
     std::printf("failover (%s): kill -> detected %.4f s, kill -> step complete %.4f s; "
                 "fault-free step %.4f s; ratio %.2f step times; %d forwards + %d "

@@ -5,7 +5,7 @@
 
 namespace bamboo::bert {
 
-std::vector<layer_ptr> layers(const model_config &cfg, std::uint64_t seed, int first,
+std::vector<layer_ptr> layers(const model_config& cfg, std::uint64_t seed, int first,
                               int last) {
   std::vector<layer_ptr> out;
   const int head = cfg.pipeline_layers() - 1;
@@ -22,8 +22,8 @@ std::vector<layer_ptr> layers(const model_config &cfg, std::uint64_t seed, int f
   return out;
 }
 
-micro_batch batch(const model_config &cfg, const token_corpus &corpus,
-                  const std::vector<std::int64_t> &samples, std::uint64_t seed,
+micro_batch batch(const model_config& cfg, const token_corpus& corpus,
+                  const std::vector<std::int64_t>& samples, std::uint64_t seed,
                   std::int64_t step, int j) {
   const auto m = static_cast<std::int64_t>(samples.size());
   const std::int64_t t = cfg.seq_len;
@@ -31,7 +31,7 @@ micro_batch batch(const model_config &cfg, const token_corpus &corpus,
   auto target = at::full({m, t}, -100, at::kLong);
   auto in = input.accessor<std::int64_t, 2>();
   auto tg = target.accessor<std::int64_t, 2>();
-  const auto &tok = corpus.tokens();
+  const auto& tok = corpus.tokens();
   rng64 gen(mix_seed({seed, static_cast<std::uint64_t>(rng_domain::masking),
                       static_cast<std::uint64_t>(step), static_cast<std::uint64_t>(j)}));
   auto corrupt = [&](std::int64_t r, std::int64_t c) {

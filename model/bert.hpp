@@ -7,15 +7,15 @@ namespace bamboo::bert {
 
 inline constexpr double mask_rate = 0.15;
 
-std::vector<layer_ptr> layers(const model_config &cfg, std::uint64_t seed, int first,
+std::vector<layer_ptr> layers(const model_config& cfg, std::uint64_t seed, int first,
                               int last);
 
 // 15% of positions are chosen (at least one per sample); of those 80% become
 // [MASK], 10% a random token, 10% stay. Labels are -100 elsewhere. The draws come
 // from (seed, step, micro-batch), so the same micro-batch is masked the same way
 // wherever it is built.
-micro_batch batch(const model_config &cfg, const token_corpus &corpus,
-                  const std::vector<std::int64_t> &samples, std::uint64_t seed,
+micro_batch batch(const model_config& cfg, const token_corpus& corpus,
+                  const std::vector<std::int64_t>& samples, std::uint64_t seed,
                   std::int64_t step, int j);
 
 } // namespace bamboo::bert

@@ -2,11 +2,11 @@
 
 namespace bamboo {
 
-const char *to_string(model_kind k) {
+const char* to_string(model_kind k) {
   return k == model_kind::gpt ? "gpt" : "bert";
 }
 
-const char *to_string(redundancy_mode m) {
+const char* to_string(redundancy_mode m) {
   switch (m) {
   case redundancy_mode::off: return "off";
   case redundancy_mode::lazy: return "lazy";
@@ -15,8 +15,8 @@ const char *to_string(redundancy_mode m) {
   return "unknown";
 }
 
-std::optional<std::string> validate(const train_config &c) {
-  const auto &m = c.model;
+std::optional<std::string> validate(const train_config& c) {
+  const auto& m = c.model;
   auto num = [](auto v) { return std::to_string(v); };
   if (m.layers < 1)
     return "--layers must be at least 1, got " + num(m.layers);

@@ -10,13 +10,13 @@ namespace bamboo {
 
 enum class model_kind { gpt, bert };
 
-const char *to_string(model_kind k);
+const char* to_string(model_kind k);
 
 // How stages are protected: off (no shadows), lazy (shadows in sync, lost work
 // recomputed on failover), eager (lazy plus forward redundant computation).
 enum class redundancy_mode { off, lazy, eager };
 
-const char *to_string(redundancy_mode m);
+const char* to_string(redundancy_mode m);
 
 struct model_config {
   model_kind kind = model_kind::gpt;
@@ -62,6 +62,6 @@ struct train_config {
 };
 
 // The first problem found, as one line for the user; nullopt when valid.
-std::optional<std::string> validate(const train_config &cfg);
+std::optional<std::string> validate(const train_config& cfg);
 
 } // namespace bamboo

@@ -10,12 +10,12 @@ namespace bamboo {
 
 namespace {
 
-bool ends_with(const std::string &s, const std::string &suffix) {
+bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::optional<std::vector<char>> read_file(const std::string &path) {
+std::optional<std::vector<char>> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return std::nullopt;
@@ -33,11 +33,11 @@ std::vector<std::uint16_t> token_corpus::synthetic(int vocab, std::size_t tokens
   // a uniformly random one: a model can learn it, so the loss visibly falls.
   rng64 gen(mix_seed({seed, static_cast<std::uint64_t>(rng_domain::corpus)}));
   std::vector<std::uint16_t> next(static_cast<std::size_t>(vocab) * 3);
-  for (auto &n : next)
+  for (auto& n : next)
     n = static_cast<std::uint16_t>(gen.below(vocab));
   std::vector<std::uint16_t> out(tokens);
   std::uint16_t cur = static_cast<std::uint16_t>(gen.below(vocab));
-  for (auto &t : out) {
+  for (auto& t : out) {
     t = cur;
     double u = gen.uniform();
     std::size_t base = static_cast<std::size_t>(cur) * 3;
@@ -53,10 +53,10 @@ std::vector<std::uint16_t> token_corpus::synthetic(int vocab, std::size_t tokens
   return out;
 }
 
-std::shared_ptr<const token_corpus> token_corpus::load(const std::string &spec,
-                                                       const model_config &cfg,
+std::shared_ptr<const token_corpus> token_corpus::load(const std::string& spec,
+                                                       const model_config& cfg,
                                                        std::uint64_t seed,
-                                                       std::string &error) {
+                                                       std::string& error) {
   std::vector<std::uint16_t> tokens;
   if (spec == "synthetic") {
     tokens = synthetic(cfg.vocab, synthetic_tokens, seed);
@@ -91,7 +91,7 @@ std::shared_ptr<const token_corpus> token_corpus::load(const std::string &spec,
         return nullptr;
       }
       tokens.assign(bytes->begin(), bytes->end());
-      for (auto &t : tokens)
+      for (auto& t : tokens)
         t = static_cast<std::uint16_t>(static_cast<unsigned char>(t));
     }
   }
@@ -104,7 +104,7 @@ std::shared_ptr<const token_corpus> token_corpus::load(const std::string &spec,
   return corpus;
 }
 
-std::int64_t sample_count(const token_corpus &c, const model_config &cfg) {
+std::int64_t sample_count(const token_corpus& c, const model_config& cfg) {
   // GPT needs one token past the window for its shifted targets.
   const std::int64_t extra = cfg.kind == model_kind::gpt ? 1 : 0;
   const auto n = static_cast<std::int64_t>(c.tokens().size());

@@ -20,24 +20,24 @@ class token_corpus {
 public:
   // spec: "synthetic", a path to a nanoGPT-style uint16 ".bin" file, or any other
   // path read as raw bytes (vocab 256). Returns nullptr and sets `error` on failure.
-  static std::shared_ptr<const token_corpus> load(const std::string &spec,
-                                                  const model_config &cfg,
-                                                  std::uint64_t seed, std::string &error);
+  static std::shared_ptr<const token_corpus> load(const std::string& spec,
+                                                  const model_config& cfg,
+                                                  std::uint64_t seed, std::string& error);
   // A seeded corpus with learnable structure (a sparse Markov chain over the vocab).
   static std::vector<std::uint16_t> synthetic(int vocab, std::size_t tokens,
                                               std::uint64_t seed);
 
   explicit token_corpus(std::vector<std::uint16_t> tokens) : tokens_(std::move(tokens)) {}
-  const std::vector<std::uint16_t> &tokens() const { return tokens_; }
+  const std::vector<std::uint16_t>& tokens() const { return tokens_; }
 
 private:
   std::vector<std::uint16_t> tokens_;
 };
 
 // Number of samples the corpus yields for a model (windows of seq_len [+1 for GPT]).
-std::int64_t sample_count(const token_corpus &c, const model_config &cfg);
+std::int64_t sample_count(const token_corpus& c, const model_config& cfg);
 // First token of sample i.
-inline std::int64_t sample_offset(std::int64_t i, const model_config &cfg) {
+inline std::int64_t sample_offset(std::int64_t i, const model_config& cfg) {
   return i * cfg.seq_len;
 }
 

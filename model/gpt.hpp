@@ -5,11 +5,11 @@
 
 namespace bamboo::gpt {
 
-std::vector<layer_ptr> layers(const model_config &cfg, std::uint64_t seed, int first,
+std::vector<layer_ptr> layers(const model_config& cfg, std::uint64_t seed, int first,
                               int last);
 
 // Inputs are the sample's first T tokens, targets the T tokens after each.
-micro_batch batch(const model_config &cfg, const token_corpus &corpus,
-                  const std::vector<std::int64_t> &samples);
+micro_batch batch(const model_config& cfg, const token_corpus& corpus,
+                  const std::vector<std::int64_t>& samples);
 
 } // namespace bamboo::gpt

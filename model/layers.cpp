@@ -10,7 +10,7 @@
 
 namespace bamboo {
 
-at::Tensor pipeline_layer::add_param(const std::string &name, at::Tensor t) {
+at::Tensor pipeline_layer::add_param(const std::string& name, at::Tensor t) {
   // torch::nn::Module forbids dots in names; our paths keep them for checkpoints.
   std::string flat = name;
   std::replace(flat.begin(), flat.end(), '.', '_');
@@ -19,14 +19,14 @@ at::Tensor pipeline_layer::add_param(const std::string &name, at::Tensor t) {
   return p;
 }
 
-at::Tensor pipeline_layer::normal_param(const std::string &name, at::IntArrayRef shape,
-                                        double std, at::Generator &gen) {
+at::Tensor pipeline_layer::normal_param(const std::string& name, at::IntArrayRef shape,
+                                        double std, at::Generator& gen) {
   auto t = at::empty(shape, at::kFloat);
   t.normal_(0.0, std, gen);
   return add_param(name, t);
 }
 
-at::Tensor pipeline_layer::constant_param(const std::string &name, at::IntArrayRef shape,
+at::Tensor pipeline_layer::constant_param(const std::string& name, at::IntArrayRef shape,
                                           double v) {
   return add_param(name, at::full(shape, v, at::kFloat));
 }
@@ -37,7 +37,7 @@ at::Generator pipeline_layer::init_generator(std::uint64_t seed) const {
   return at::make_generator<at::CPUGeneratorImpl>(key);
 }
 
-at::Generator pipeline_layer::dropout_generator(const layer_ctx &ctx) const {
+at::Generator pipeline_layer::dropout_generator(const layer_ctx& ctx) const {
   auto key = mix_seed({ctx.seed, static_cast<std::uint64_t>(rng_domain::dropout),
                        static_cast<std::uint64_t>(ctx.step),
                        static_cast<std::uint64_t>(ctx.micro_batch),
@@ -45,8 +45,8 @@ at::Generator pipeline_layer::dropout_generator(const layer_ctx &ctx) const {
   return at::make_generator<at::CPUGeneratorImpl>(key);
 }
 
-at::Tensor pipeline_layer::dropout(const at::Tensor &x, double p, const layer_ctx &ctx,
-                                   at::Generator &gen) {
+at::Tensor pipeline_layer::dropout(const at::Tensor& x, double p, const layer_ctx& ctx,
+                                   at::Generator& gen) {
   if (!ctx.training || p <= 0)
     return x;
   auto keep = at::empty(x.sizes(), x.options().requires_grad(false));
@@ -62,7 +62,7 @@ embedding_layer::embedding_layer(int index, std::uint64_t seed, int vocab, int s
   pos_ = normal_param("pos", {seq_len, d_model}, 0.02, gen);
 }
 
-at::Tensor embedding_layer::forward(const at::Tensor &ids, const layer_ctx &ctx) {
+at::Tensor embedding_layer::forward(const at::Tensor& ids, const layer_ctx& ctx) {
   const auto t = ids.size(1);
   auto x = at::embedding(tok_, ids) + pos_.narrow(0, 0, t);
   auto gen = dropout_generator(ctx);
@@ -88,8 +88,8 @@ transformer_block::transformer_block(int index, std::uint64_t seed, int d, int h
   fc2_b_ = constant_param("mlp.fc2.bias", {d}, 0.0);
 }
 
-at::Tensor transformer_block::attention(const at::Tensor &x, const layer_ctx &ctx,
-                                        at::Generator &gen) {
+at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ctx,
+                                        at::Generator& gen) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2);
   const auto hd = d / heads_;
   auto qkv = at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, heads_, hd});
@@ -106,7 +106,7 @@ at::Tensor transformer_block::attention(const at::Tensor &x, const layer_ctx &ct
   return dropout(at::linear(y, proj_w_, proj_b_), p_, ctx, gen);
 }
 
-at::Tensor transformer_block::forward(const at::Tensor &x, const layer_ctx &ctx) {
+at::Tensor transformer_block::forward(const at::Tensor& x, const layer_ctx& ctx) {
   const auto d = x.size(2);
   auto gen = dropout_generator(ctx);
   auto h = x + attention(at::layer_norm(x, {d}, ln1_w_, ln1_b_), ctx, gen);
@@ -123,7 +123,7 @@ head_layer::head_layer(int index, std::uint64_t seed, int d, int vocab)
   b_ = constant_param("lm_head.bias", {vocab}, 0.0);
 }
 
-at::Tensor head_layer::forward(const at::Tensor &x, const layer_ctx &) {
+at::Tensor head_layer::forward(const at::Tensor& x, const layer_ctx&) {
   const auto d = x.size(2);
   return at::linear(at::layer_norm(x, {d}, ln_w_, ln_b_), w_, b_);
 }

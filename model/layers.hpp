@@ -28,23 +28,23 @@ struct layer_ctx {
 class pipeline_layer : public torch::nn::Module {
 public:
   explicit pipeline_layer(int index) : index_(index) {}
-  virtual at::Tensor forward(const at::Tensor &x, const layer_ctx &ctx) = 0;
+  virtual at::Tensor forward(const at::Tensor& x, const layer_ctx& ctx) = 0;
   int index() const { return index_; }
   // Parameters under their path inside the layer ("attn.qkv.weight").
-  const std::vector<named_tensor> &params() const { return params_; }
+  const std::vector<named_tensor>& params() const { return params_; }
 
 protected:
   // Registers a parameter drawn from N(0, std) with this layer's init generator.
-  at::Tensor normal_param(const std::string &name, at::IntArrayRef shape, double std,
-                          at::Generator &gen);
-  at::Tensor constant_param(const std::string &name, at::IntArrayRef shape, double v);
+  at::Tensor normal_param(const std::string& name, at::IntArrayRef shape, double std,
+                          at::Generator& gen);
+  at::Tensor constant_param(const std::string& name, at::IntArrayRef shape, double v);
   at::Generator init_generator(std::uint64_t seed) const;
-  at::Generator dropout_generator(const layer_ctx &ctx) const;
-  static at::Tensor dropout(const at::Tensor &x, double p, const layer_ctx &ctx,
-                            at::Generator &gen);
+  at::Generator dropout_generator(const layer_ctx& ctx) const;
+  static at::Tensor dropout(const at::Tensor& x, double p, const layer_ctx& ctx,
+                            at::Generator& gen);
 
 private:
-  at::Tensor add_param(const std::string &name, at::Tensor t);
+  at::Tensor add_param(const std::string& name, at::Tensor t);
   int index_;
   std::vector<named_tensor> params_;
 };
@@ -56,7 +56,7 @@ class embedding_layer : public pipeline_layer {
 public:
   embedding_layer(int index, std::uint64_t seed, int vocab, int seq_len, int d_model,
                   double dropout);
-  at::Tensor forward(const at::Tensor &ids, const layer_ctx &ctx) override;
+  at::Tensor forward(const at::Tensor& ids, const layer_ctx& ctx) override;
 
 private:
   at::Tensor tok_, pos_;
@@ -68,10 +68,10 @@ class transformer_block : public pipeline_layer {
 public:
   transformer_block(int index, std::uint64_t seed, int d_model, int heads, int mlp_ratio,
                     bool causal, double dropout);
-  at::Tensor forward(const at::Tensor &x, const layer_ctx &ctx) override;
+  at::Tensor forward(const at::Tensor& x, const layer_ctx& ctx) override;
 
 private:
-  at::Tensor attention(const at::Tensor &x, const layer_ctx &ctx, at::Generator &gen);
+  at::Tensor attention(const at::Tensor& x, const layer_ctx& ctx, at::Generator& gen);
   int heads_;
   bool causal_;
   double p_;
@@ -83,7 +83,7 @@ private:
 class head_layer : public pipeline_layer {
 public:
   head_layer(int index, std::uint64_t seed, int d_model, int vocab);
-  at::Tensor forward(const at::Tensor &x, const layer_ctx &ctx) override;
+  at::Tensor forward(const at::Tensor& x, const layer_ctx& ctx) override;
 
 private:
   at::Tensor ln_w_, ln_b_, w_, b_;

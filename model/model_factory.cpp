@@ -4,7 +4,7 @@
 
 namespace bamboo {
 
-std::vector<double> layer_costs(const model_config &cfg) {
+std::vector<double> layer_costs(const model_config& cfg) {
   // Multiply-adds per token, forward; backward is about twice that for every
   // layer, so the ratio between layers is what matters.
   const double d = cfg.d_model, t = cfg.seq_len, v = cfg.vocab;
@@ -17,14 +17,14 @@ std::vector<double> layer_costs(const model_config &cfg) {
   return costs;
 }
 
-std::vector<layer_ptr> build_layers(const model_config &cfg, std::uint64_t seed,
+std::vector<layer_ptr> build_layers(const model_config& cfg, std::uint64_t seed,
                                     int first, int last) {
   return cfg.kind == model_kind::gpt ? gpt::layers(cfg, seed, first, last)
                                      : bert::layers(cfg, seed, first, last);
 }
 
-micro_batch make_micro_batch(const train_config &cfg, const token_corpus &corpus,
-                             sample_order &order, std::int64_t step, int j) {
+micro_batch make_micro_batch(const train_config& cfg, const token_corpus& corpus,
+                             sample_order& order, std::int64_t step, int j) {
   std::vector<std::int64_t> samples(cfg.micro_batch);
   const std::int64_t base = step * static_cast<std::int64_t>(cfg.global_batch) +
                             std::int64_t{j} * cfg.micro_batch;
@@ -35,7 +35,7 @@ micro_batch make_micro_batch(const train_config &cfg, const token_corpus &corpus
   return bert::batch(cfg.model, corpus, samples, cfg.seed, step, j);
 }
 
-at::Tensor compute_loss(const at::Tensor &logits, const at::Tensor &target) {
+at::Tensor compute_loss(const at::Tensor& logits, const at::Tensor& target) {
   const auto v = logits.size(-1);
   return at::cross_entropy_loss(logits.reshape({-1, v}), target.reshape({-1}),
                                 /*weight=*/{}, at::Reduction::Mean,

@@ -4,7 +4,7 @@
 
 namespace bamboo {
 
-double learning_rate(const optimizer_config &o, std::int64_t k, std::int64_t total) {
+double learning_rate(const optimizer_config& o, std::int64_t k, std::int64_t total) {
   if (o.warmup_steps > 0 && k < o.warmup_steps)
     return o.lr * static_cast<double>(k + 1) / o.warmup_steps;
   const double span = std::max<std::int64_t>(1, total - o.warmup_steps);
@@ -16,7 +16,7 @@ double learning_rate(const optimizer_config &o, std::int64_t k, std::int64_t tot
 adamw::adamw(std::vector<named_tensor> params, optimizer_config opts,
              std::int64_t total_steps)
     : params_(std::move(params)), o_(opts), total_(total_steps) {
-  for (auto &p : params_) {
+  for (auto& p : params_) {
     // Matrices decay; biases, LayerNorm gains and position tables do not.
     decay_.push_back(p.tensor.dim() >= 2 && p.name.find(".pos") == std::string::npos);
     m_.push_back(at::zeros_like(p.tensor));
@@ -26,8 +26,8 @@ adamw::adamw(std::vector<named_tensor> params, optimizer_config opts,
 
 double adamw::grad_squares() const {
   double sum = 0;
-  for (const auto &p : params_) {
-    const auto &g = p.tensor.grad();
+  for (const auto& p : params_) {
+    const auto& g = p.tensor.grad();
     if (g.defined()) {
       double n = g.norm().item<double>();
       sum += n * n;
@@ -37,20 +37,20 @@ double adamw::grad_squares() const {
 }
 
 void adamw::zero_grad() {
-  for (auto &p : params_)
+  for (auto& p : params_)
     p.tensor.mutable_grad() = at::Tensor();
 }
 
 // One pass over parameter, gradient and both moments instead of eight tensor
 // ops: the update is memory-bound, and the shadow runs it too. Same arithmetic
 // as torch's AdamW up to rounding (a test compares the two).
-void adamw::fused_update(at::Tensor &param, const at::Tensor &grad, at::Tensor &m,
-                         at::Tensor &v, float decay, double step_size,
+void adamw::fused_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& m,
+                         at::Tensor& v, float decay, double step_size,
                          double bc2_sqrt) const {
-  float *p = param.data_ptr<float>();
-  const float *g = grad.data_ptr<float>();
-  float *ma = m.data_ptr<float>();
-  float *va = v.data_ptr<float>();
+  float* p = param.data_ptr<float>();
+  const float* g = grad.data_ptr<float>();
+  float* ma = m.data_ptr<float>();
+  float* va = v.data_ptr<float>();
   const float b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
   const float c1 = static_cast<float>(1.0 - o_.beta1),
               c2 = static_cast<float>(1.0 - o_.beta2);
@@ -76,7 +76,7 @@ void adamw::step(std::int64_t k, double clip_coef) {
   const double step_size = lr / bc1;
   const double bc2_sqrt = std::sqrt(bc2);
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    auto &p = params_[i].tensor;
+    auto& p = params_[i].tensor;
     auto g = p.grad();
     if (!g.defined())
       continue;

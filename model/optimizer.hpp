@@ -15,7 +15,7 @@
 namespace bamboo {
 
 // Learning rate of (0-based) step k of a run of `total` steps.
-double learning_rate(const optimizer_config &o, std::int64_t k, std::int64_t total);
+double learning_rate(const optimizer_config& o, std::int64_t k, std::int64_t total);
 
 class adamw {
 public:
@@ -30,13 +30,13 @@ public:
   void zero_grad();
 
   std::int64_t steps_taken() const { return t_; }
-  const std::vector<named_tensor> &params() const { return params_; }
-  const std::vector<at::Tensor> &exp_avg() const { return m_; }
-  const std::vector<at::Tensor> &exp_avg_sq() const { return v_; }
+  const std::vector<named_tensor>& params() const { return params_; }
+  const std::vector<at::Tensor>& exp_avg() const { return m_; }
+  const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }
 
 private:
-  void fused_update(at::Tensor &param, const at::Tensor &grad, at::Tensor &m,
-                    at::Tensor &v, float decay, double step_size, double bc2_sqrt) const;
+  void fused_update(at::Tensor& param, const at::Tensor& grad, at::Tensor& m,
+                    at::Tensor& v, float decay, double step_size, double bc2_sqrt) const;
   std::vector<named_tensor> params_;
   std::vector<bool> decay_;
   std::vector<at::Tensor> m_, v_;

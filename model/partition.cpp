@@ -8,7 +8,7 @@
 
 namespace bamboo {
 
-std::vector<stage_range> partition(const std::vector<double> &costs, int stages) {
+std::vector<stage_range> partition(const std::vector<double>& costs, int stages) {
   const int n = static_cast<int>(costs.size());
   if (stages < 1 || stages > n)
     throw std::invalid_argument("partition: need 1 <= stages <= layers");
@@ -42,14 +42,14 @@ std::vector<stage_range> partition(const std::vector<double> &costs, int stages)
     end = begin;
   }
   const double total = prefix[n] > 0 ? prefix[n] : 1.0;
-  for (auto &r : out) {
+  for (auto& r : out) {
     r.cost = span(r.first, r.last);
     r.share = r.cost / total;
   }
   return out;
 }
 
-std::string describe(const std::vector<stage_range> &parts) {
+std::string describe(const std::vector<stage_range>& parts) {
   std::string out;
   char buf[96];
   for (std::size_t s = 0; s < parts.size(); ++s) {

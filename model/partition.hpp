@@ -17,9 +17,9 @@ struct stage_range {
 
 // Requires 1 <= stages <= costs.size() and non-negative costs (checked: throws
 // std::invalid_argument otherwise, since callers validate first).
-std::vector<stage_range> partition(const std::vector<double> &costs, int stages);
+std::vector<stage_range> partition(const std::vector<double>& costs, int stages);
 
 // "stage 0: layers [0,2) 31.2% | stage 1: ..." for logs.
-std::string describe(const std::vector<stage_range> &parts);
+std::string describe(const std::vector<stage_range>& parts);
 
 } // namespace bamboo

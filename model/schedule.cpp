@@ -30,7 +30,7 @@ std::vector<instruction> make_schedule(int stage, int stages, int micro_batches,
   if (mode != redundancy_mode::eager || stage == stages - 1)
     return base;
   std::vector<instruction> ops;
-  for (const auto &op : base) {
+  for (const auto& op : base) {
     // Backward i follows forward i in 1F1B, so FRC i always has its input.
     if (op.kind == op_kind::backward)
       ops.push_back({op_kind::frc, op.micro_batch});
@@ -39,9 +39,9 @@ std::vector<instruction> make_schedule(int stage, int stages, int micro_batches,
   return ops;
 }
 
-std::string describe(const std::vector<instruction> &ops) {
+std::string describe(const std::vector<instruction>& ops) {
   std::string out;
-  for (const auto &op : ops) {
+  for (const auto& op : ops) {
     if (!out.empty())
       out += ' ';
     out += op.kind == op_kind::forward ? "F" : op.kind == op_kind::backward ? "B" : "R";
@@ -60,7 +60,7 @@ std::string timeline(int stages, int m, redundancy_mode mode) {
   std::vector<std::vector<int>> fwd_end(stages, std::vector<int>(m, -1));
   std::vector<std::vector<int>> bwd_end(stages, std::vector<int>(m, -1));
   std::vector<std::string> rows(stages);
-  auto cell = [](const instruction &op) {
+  auto cell = [](const instruction& op) {
     std::string c = op.kind == op_kind::forward    ? "F"
                     : op.kind == op_kind::backward ? "B"
                                                    : "R";
@@ -73,7 +73,7 @@ std::string timeline(int stages, int m, redundancy_mode mode) {
     for (int s = 0; s < stages; ++s) {
       if (pc[s] == ops[s].size())
         continue;
-      const auto &op = ops[s][pc[s]];
+      const auto& op = ops[s][pc[s]];
       int ready = free_at[s];
       if (op.kind == op_kind::forward && s > 0) {
         if (fwd_end[s - 1][op.micro_batch] < 0)

@@ -17,7 +17,7 @@ enum class op_kind { forward, backward, frc };
 struct instruction {
   op_kind kind = op_kind::forward;
   int micro_batch = 0;
-  bool operator==(const instruction &o) const {
+  bool operator==(const instruction& o) const {
     return kind == o.kind && micro_batch == o.micro_batch;
   }
 };
@@ -34,7 +34,7 @@ std::vector<instruction> make_schedule(int stage, int stages, int micro_batches,
                                        redundancy_mode mode);
 
 // "F0 F1 B0 R1 B1 ..." for logs.
-std::string describe(const std::vector<instruction> &ops);
+std::string describe(const std::vector<instruction>& ops);
 
 // A timeline of all stages of one step under unit costs (F=1, R=1, B=2), one row
 // per stage, each column a time unit; idle slots (bubbles) are '.', FRC is R.

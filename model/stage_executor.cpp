@@ -4,14 +4,14 @@
 
 namespace bamboo {
 
-stage_executor::stage_executor(const train_config &cfg, int stage, stage_range range,
+stage_executor::stage_executor(const train_config& cfg, int stage, stage_range range,
                                std::shared_ptr<const token_corpus> corpus)
     : cfg_(cfg), stage_(stage), range_(range), corpus_(std::move(corpus)),
       order_(cfg.seed, sample_count(*corpus_, cfg.model)),
       layers_(build_layers(cfg.model, cfg.seed, range.first, range.last)) {
   std::vector<named_tensor> params;
-  for (const auto &layer : layers_)
-    for (const auto &p : layer->params())
+  for (const auto& layer : layers_)
+    for (const auto& p : layer->params())
       params.push_back(
           {"layers." + std::to_string(layer->index()) + "." + p.name, p.tensor});
   opt_ = std::make_unique<adamw>(std::move(params), cfg.optim, cfg.steps);
@@ -32,14 +32,23 @@ void stage_executor::begin_step(std::int64_t k) {
   delivered_grad_.clear();
 }
 
+at::Tensor stage_executor::recv_buffer(const tensor_transport& t) const {
+  // Every tensor between stages is a [m, T, d_model] float activation or its
+  // gradient; network backends receive into such a buffer.
+  if (!t.needs_buffer())
+    return {};
+  return at::empty({cfg_.micro_batch, cfg_.model.seq_len, cfg_.model.d_model},
+                   at::kFloat);
+}
+
 at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
   const layer_ctx ctx{cfg_.seed, k, j, true};
-  for (auto &layer : layers_)
+  for (auto& layer : layers_)
     x = layer->forward(x, ctx);
   return x;
 }
 
-transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport &t) {
+transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport& t) {
   if (pending_.count(j) == 0) { // else inherited from FRC: only the send remains
     micro_batch mb;
     if (is_first() || is_last())
@@ -49,7 +58,7 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
     if (is_first()) {
       x = mb.input;
     } else {
-      at::Tensor received;
+      at::Tensor received = recv_buffer(t);
       auto st = t.recv(stage_ - 1, make_tag(k, j, tensor_kind::activation), received);
       if (!st)
         return st;
@@ -76,16 +85,16 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
   return t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), act);
 }
 
-transport_status stage_executor::backward(std::int64_t k, int j, tensor_transport &t) {
+transport_status stage_executor::backward(std::int64_t k, int j, tensor_transport& t) {
   auto it = pending_.find(j);
   if (it == pending_.end())
     return {transport_errc::invalid,
             "backward of micro-batch " + std::to_string(j) + " before its forward"};
-  auto &f = it->second;
+  auto& f = it->second;
   if (is_last()) {
     (f.output / static_cast<double>(cfg_.micro_batches())).backward();
   } else {
-    at::Tensor grad;
+    at::Tensor grad = recv_buffer(t);
     auto st = t.recv(stage_ + 1, make_tag(k, j, tensor_kind::gradient), grad);
     if (!st)
       return st;
@@ -100,7 +109,7 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
   return t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), input_grad);
 }
 
-void stage_executor::frc(std::int64_t k, int j, const at::Tensor &activation) {
+void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
   begin_step(k);
   if (pending_.count(j))
     return;
@@ -117,19 +126,19 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor &activation) {
 
 void stage_executor::promote(std::int64_t k) {
   begin_step(k);
-  for (const auto &[j, f] : pending_)
+  for (const auto& [j, f] : pending_)
     progress_.inherited.insert(j);
   progress_.forwards = progress_.inherited;
 }
 
-step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction> &ops,
-                                 tensor_transport &t, stage_executor *replica,
-                                 const kill_hook &hook) {
+step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>& ops,
+                                 tensor_transport& t, stage_executor* replica,
+                                 const kill_hook& hook) {
   static auto logger = log::get("bamboo.stage");
   begin_step(k);
   step_outcome out;
   while (next_op_ < ops.size()) {
-    const auto &op = ops[next_op_];
+    const auto& op = ops[next_op_];
     if (hook && hook(k, static_cast<int>(next_op_))) {
       out.killed = true;
       return out;
@@ -164,15 +173,15 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction> 
     }
   }
   progress_.complete = true;
-  for (const auto &[j, loss] : losses_) // in micro-batch order
+  for (const auto& [j, loss] : losses_) // in micro-batch order
     out.loss_sum += loss;
   out.grad_squares = opt_->grad_squares();
   return out;
 }
 
-transport_status stage_executor::resend(const std::vector<int> &activations,
-                                        const std::vector<int> &gradients,
-                                        tensor_transport &t) {
+transport_status stage_executor::resend(const std::vector<int>& activations,
+                                        const std::vector<int>& gradients,
+                                        tensor_transport& t) {
   const auto k = progress_.step;
   for (int j : activations) {
     auto it = sent_act_.find(j);
@@ -195,8 +204,8 @@ transport_status stage_executor::resend(const std::vector<int> &activations,
   return {};
 }
 
-void stage_executor::set_delivered(std::int64_t k, const std::vector<int> &activations,
-                                   const std::vector<int> &gradients) {
+void stage_executor::set_delivered(std::int64_t k, const std::vector<int>& activations,
+                                   const std::vector<int>& gradients) {
   begin_step(k);
   delivered_act_.insert(activations.begin(), activations.end());
   delivered_grad_.insert(gradients.begin(), gradients.end());
@@ -205,7 +214,7 @@ void stage_executor::set_delivered(std::int64_t k, const std::vector<int> &activ
 std::vector<at::Tensor> stage_executor::clip_gradients(double clip_coef) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
-  for (auto &p : opt_->params()) {
+  for (auto& p : opt_->params()) {
     auto g = p.tensor.grad();
     if (g.defined() && clip_coef < 1.0)
       g.mul_(clip_coef);
@@ -220,8 +229,8 @@ void stage_executor::apply_update(std::int64_t k) {
 }
 
 void stage_executor::apply_gradients(std::int64_t k,
-                                     const std::vector<at::Tensor> &grads) {
-  auto &params = opt_->params();
+                                     const std::vector<at::Tensor>& grads) {
+  auto& params = opt_->params();
   for (std::size_t i = 0; i < params.size() && i < grads.size(); ++i)
     params[i].tensor.mutable_grad() = grads[i];
   opt_->step(k, 1.0);

@@ -47,7 +47,7 @@ using kill_hook = std::function<bool(std::int64_t k, int index)>;
 
 class stage_executor {
 public:
-  stage_executor(const train_config &cfg, int stage, stage_range range,
+  stage_executor(const train_config& cfg, int stage, stage_range range,
                  std::shared_ptr<const token_corpus> corpus);
 
   int stage() const { return stage_; }
@@ -55,35 +55,35 @@ public:
   bool is_last() const { return stage_ == cfg_.stages - 1; }
 
   // Runs (or continues) step k's ops. `replica`: the successor's shadow, for FRC.
-  step_outcome run(std::int64_t k, const std::vector<instruction> &ops,
-                   tensor_transport &t, stage_executor *replica = nullptr,
-                   const kill_hook &hook = {});
+  step_outcome run(std::int64_t k, const std::vector<instruction>& ops,
+                   tensor_transport& t, stage_executor* replica = nullptr,
+                   const kill_hook& hook = {});
   // Sends again kept tensors a peer lost: activations to s+1, gradients to s-1.
-  transport_status resend(const std::vector<int> &activations,
-                          const std::vector<int> &gradients, tensor_transport &t);
+  transport_status resend(const std::vector<int>& activations,
+                          const std::vector<int>& gradients, tensor_transport& t);
   // Peers already hold these: do not send them again in this step.
-  void set_delivered(std::int64_t k, const std::vector<int> &activations,
-                     const std::vector<int> &gradients);
+  void set_delivered(std::int64_t k, const std::vector<int>& activations,
+                     const std::vector<int>& gradients);
   // FRC on a replica: this stage's forward of micro-batch j of step k, its graph
   // kept so that a promotion needs only the backward.
-  void frc(std::int64_t k, int j, const at::Tensor &activation);
+  void frc(std::int64_t k, int j, const at::Tensor& activation);
 
   // Owner at commit: clips in place and returns the gradients (for the shadow,
   // which may apply them while the owner runs apply_update).
   std::vector<at::Tensor> clip_gradients(double clip_coef);
   void apply_update(std::int64_t k);
   // Shadow: the same update from the owner's (clipped) gradients.
-  void apply_gradients(std::int64_t k, const std::vector<at::Tensor> &grads);
+  void apply_gradients(std::int64_t k, const std::vector<at::Tensor>& grads);
   // Steps whose update has been applied (== k+1 once step k committed here).
   std::int64_t updates() const { return opt_->steps_taken(); }
 
-  const step_progress &progress() const { return progress_; }
+  const step_progress& progress() const { return progress_; }
   // Marks promotion: FRC'd forwards of step k count as inherited.
   void promote(std::int64_t k);
 
   // Parameters named by global layer path ("layers.3.attn.qkv.weight").
-  const std::vector<named_tensor> &parameters() const { return opt_->params(); }
-  const adamw &optimizer() const { return *opt_; }
+  const std::vector<named_tensor>& parameters() const { return opt_->params(); }
+  const adamw& optimizer() const { return *opt_; }
 
 private:
   struct in_flight {
@@ -91,9 +91,10 @@ private:
     at::Tensor output; // activation sent on, or the loss on the last stage
   };
   void begin_step(std::int64_t k);
-  transport_status forward(std::int64_t k, int j, tensor_transport &t);
-  transport_status backward(std::int64_t k, int j, tensor_transport &t);
+  transport_status forward(std::int64_t k, int j, tensor_transport& t);
+  transport_status backward(std::int64_t k, int j, tensor_transport& t);
   at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
+  at::Tensor recv_buffer(const tensor_transport& t) const;
 
   train_config cfg_;
   int stage_;

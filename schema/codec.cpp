@@ -10,7 +10,7 @@
 
 namespace bamboo::schema {
 
-const char *to_string(codec_errc e) {
+const char* to_string(codec_errc e) {
   switch (e) {
   case codec_errc::none: return "ok";
   case codec_errc::too_large: return "frame exceeds the size limit";
@@ -23,39 +23,39 @@ const char *to_string(codec_errc e) {
 
 namespace {
 
-kj::ArrayPtr<const kj::byte> bytes_of(const std::vector<std::uint8_t> &v) {
-  return kj::arrayPtr(reinterpret_cast<const kj::byte *>(v.data()), v.size());
+kj::ArrayPtr<const kj::byte> bytes_of(const std::vector<std::uint8_t>& v) {
+  return kj::arrayPtr(reinterpret_cast<const kj::byte*>(v.data()), v.size());
 }
 
 struct writer {
   wire::Frame::Body::Builder b;
-  void operator()(const heartbeat &x) {
+  void operator()(const heartbeat& x) {
     auto h = b.initHeartbeat();
     h.setNode(x.node);
     h.setGeneration(x.generation);
     h.setStep(x.step);
     h.setTimeMs(x.time_ms);
   }
-  void operator()(const preemption_notice &x) {
+  void operator()(const preemption_notice& x) {
     auto p = b.initPreemption();
     p.setNode(x.node);
     p.setDeadlineMs(x.deadline_ms);
   }
-  void operator()(const join_request &x) {
+  void operator()(const join_request& x) {
     auto j = b.initJoin();
     j.setNode(x.node);
     j.setZone(x.zone);
     j.setVersion(x.version);
     j.setProof(bytes_of(x.proof));
   }
-  void operator()(const plan &x) {
+  void operator()(const plan& x) {
     auto p = b.initPlan();
     p.setGeneration(x.generation);
     p.setPipelines(x.pipelines);
     p.setStages(x.stages);
     auto list = p.initAssignments(static_cast<unsigned>(x.assignments.size()));
     for (unsigned i = 0; i < x.assignments.size(); ++i) {
-      const auto &a = x.assignments[i];
+      const auto& a = x.assignments[i];
       list[i].setPipeline(a.pipeline);
       list[i].setStage(a.stage);
       list[i].setNode(a.node);
@@ -67,7 +67,7 @@ struct writer {
     p.setCursor(x.cursor);
     p.setCheckpoint(x.checkpoint);
   }
-  void operator()(const step_report &x) {
+  void operator()(const step_report& x) {
     auto r = b.initStepReport();
     r.setNode(x.node);
     r.setStage(x.stage);
@@ -80,7 +80,7 @@ struct writer {
     r.setFrc(x.frc);
     r.setInherited(x.inherited);
   }
-  void operator()(const commit &x) {
+  void operator()(const commit& x) {
     auto c = b.initCommit();
     c.setGeneration(x.generation);
     c.setStep(x.step);
@@ -88,7 +88,7 @@ struct writer {
   }
 };
 
-frame read_body(wire::Frame::Body::Reader b, codec_errc &err) {
+frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   switch (b.which()) {
   case wire::Frame::Body::HEARTBEAT: {
     auto h = b.getHeartbeat();
@@ -138,7 +138,7 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc &err) {
 
 } // namespace
 
-std::vector<std::uint8_t> encode(const frame &f) {
+std::vector<std::uint8_t> encode(const frame& f) {
   capnp::MallocMessageBuilder msg;
   auto root = msg.initRoot<wire::Frame>();
   root.setMajor(major_version);
@@ -149,7 +149,7 @@ std::vector<std::uint8_t> encode(const frame &f) {
   return std::vector<std::uint8_t>(bytes.begin(), bytes.end());
 }
 
-decoded decode(const std::uint8_t *data, std::size_t size, std::size_t limit) {
+decoded decode(const std::uint8_t* data, std::size_t size, std::size_t limit) {
   decoded out;
   if (size > limit) {
     out.error = codec_errc::too_large;
@@ -183,7 +183,7 @@ decoded decode(const std::uint8_t *data, std::size_t size, std::size_t limit) {
                    std::to_string(static_cast<int>(root.getBody().which())) +
                    " from minor version " + std::to_string(root.getMinor());
     }
-  } catch (const kj::Exception &e) {
+  } catch (const kj::Exception& e) {
     out.error = codec_errc::malformed;
     out.detail = e.getDescription().cStr();
   }

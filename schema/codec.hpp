@@ -84,7 +84,7 @@ enum class codec_errc {
   unknown_body,  // a body kind this reader does not know (newer minor)
 };
 
-const char *to_string(codec_errc e);
+const char* to_string(codec_errc e);
 
 struct decoded {
   codec_errc error = codec_errc::none;
@@ -93,10 +93,10 @@ struct decoded {
   explicit operator bool() const { return error == codec_errc::none; }
 };
 
-std::vector<std::uint8_t> encode(const frame &f);
-decoded decode(const std::uint8_t *data, std::size_t size,
+std::vector<std::uint8_t> encode(const frame& f);
+decoded decode(const std::uint8_t* data, std::size_t size,
                std::size_t limit = default_frame_limit);
-inline decoded decode(const std::vector<std::uint8_t> &bytes,
+inline decoded decode(const std::vector<std::uint8_t>& bytes,
                       std::size_t limit = default_frame_limit) {
   return decode(bytes.data(), bytes.size(), limit);
 }

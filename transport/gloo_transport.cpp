@@ -16,7 +16,7 @@ struct gloo_store_server::impl {
 };
 
 gloo_store_server::gloo_store_server(std::uint16_t port, const std::string& host)
-  : impl_(std::make_unique<impl>()) {
+    : impl_(std::make_unique<impl>()) {
   c10d::TCPStoreOptions o;
   o.port = port;
   o.isServer = true;
@@ -47,9 +47,10 @@ struct gloo_transport::impl {
   std::mutex mtx;
   bool aborted = false;
   std::string reason;
-  std::list<c10::intrusive_ptr<c10d::Work>> pending;  // sends and recvs in flight
+  std::list<c10::intrusive_ptr<c10d::Work>> pending; // sends and recvs in flight
 
-  std::list<c10::intrusive_ptr<c10d::Work>>::iterator track(c10::intrusive_ptr<c10d::Work> w) {
+  std::list<c10::intrusive_ptr<c10d::Work>>::iterator
+  track(c10::intrusive_ptr<c10d::Work> w) {
     std::lock_guard<std::mutex> guard{mtx};
     pending.push_back(std::move(w));
     return std::prev(pending.end());
@@ -85,13 +86,14 @@ std::unique_ptr<gloo_transport> gloo_transport::join(const gloo_group_spec& spec
     so.timeout = spec.timeout;
     auto tcp = c10::make_intrusive<c10d::TCPStore>(spec.store_host, so);
     auto store = c10::make_intrusive<c10d::PrefixStore>(
-      "bamboo/gen" + std::to_string(spec.generation), tcp);
+        "bamboo/gen" + std::to_string(spec.generation), tcp);
     auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     opts->threads = 2;
     auto p = std::make_unique<impl>();
     p->spec = spec;
-    p->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, spec.rank, spec.size, opts);
+    p->pg =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, spec.rank, spec.size, opts);
     return std::unique_ptr<gloo_transport>(new gloo_transport(std::move(p)));
   } catch (const std::exception& e) {
     error = "gloo group of generation " + std::to_string(spec.generation) + ", rank " +
@@ -136,8 +138,8 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
   if (src < 0 || src >= size() || src == rank() || !out.defined())
-    return {transport_errc::invalid,
-            "recv from rank " + std::to_string(src) + " needs a tensor of the right shape"};
+    return {transport_errc::invalid, "recv from rank " + std::to_string(src) +
+                                         " needs a tensor of the right shape"};
   impl_->reap();
   std::vector<at::Tensor> v{out};
   c10::intrusive_ptr<c10d::Work> work;

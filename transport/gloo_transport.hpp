@@ -25,7 +25,8 @@ inline constexpr std::chrono::milliseconds default_gloo_timeout{std::chrono::sec
 // The rendezvous store (c10d TCPStore server) on host:port; port 0 picks one.
 class gloo_store_server {
 public:
-  explicit gloo_store_server(std::uint16_t port = 0, const std::string& host = "127.0.0.1");
+  explicit gloo_store_server(std::uint16_t port = 0,
+                             const std::string& host = "127.0.0.1");
   ~gloo_store_server();
   std::uint16_t port() const;
 
@@ -47,12 +48,14 @@ class gloo_transport final : public tensor_transport {
 public:
   // Joins the group of spec.generation (blocks until all ranks joined or the
   // timeout passed). Returns nullptr and sets `error` on failure.
-  static std::unique_ptr<gloo_transport> join(const gloo_group_spec& spec, std::string& error);
+  static std::unique_ptr<gloo_transport> join(const gloo_group_spec& spec,
+                                              std::string& error);
   ~gloo_transport() override;
 
   int rank() const override;
   int size() const override;
   std::uint64_t generation() const override;
+  bool needs_buffer() const override { return true; }
   transport_status send(int dst, std::uint64_t tag, const at::Tensor& t) override;
   transport_status recv(int src, std::uint64_t tag, at::Tensor& out,
                         std::chrono::milliseconds timeout) override;

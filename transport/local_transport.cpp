@@ -4,7 +4,7 @@
 
 namespace bamboo {
 
-const char *to_string(transport_errc e) {
+const char* to_string(transport_errc e) {
   switch (e) {
   case transport_errc::ok: return "ok";
   case transport_errc::timeout: return "timed out";
@@ -33,7 +33,7 @@ std::unique_ptr<local_transport> local_hub::endpoint(int rank) {
   return std::make_unique<local_transport>(shared_from_this(), rank);
 }
 
-void local_hub::abort(const std::string &reason) {
+void local_hub::abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
     if (impl_->aborted)
@@ -66,10 +66,10 @@ std::uint64_t local_transport::generation() const {
   return hub_->generation();
 }
 
-transport_status local_transport::send(int dst, std::uint64_t tag, const at::Tensor &t) {
+transport_status local_transport::send(int dst, std::uint64_t tag, const at::Tensor& t) {
   if (dst < 0 || dst >= hub_->size() || dst == rank_ || !t.defined())
     return {transport_errc::invalid, "send to rank " + std::to_string(dst)};
-  auto &st = *hub_->impl_;
+  auto& st = *hub_->impl_;
   {
     std::lock_guard<std::mutex> guard{st.mtx};
     if (st.aborted)
@@ -82,11 +82,11 @@ transport_status local_transport::send(int dst, std::uint64_t tag, const at::Ten
   return {};
 }
 
-transport_status local_transport::recv(int src, std::uint64_t tag, at::Tensor &out,
+transport_status local_transport::recv(int src, std::uint64_t tag, at::Tensor& out,
                                        std::chrono::milliseconds timeout) {
   if (src < 0 || src >= hub_->size() || src == rank_)
     return {transport_errc::invalid, "recv from rank " + std::to_string(src)};
-  auto &st = *hub_->impl_;
+  auto& st = *hub_->impl_;
   const local_hub::impl::key k{rank_, src, tag};
   std::unique_lock<std::mutex> lock{st.mtx};
   const bool ready =
@@ -103,7 +103,7 @@ transport_status local_transport::recv(int src, std::uint64_t tag, at::Tensor &o
   return {};
 }
 
-void local_transport::abort(const std::string &reason) {
+void local_transport::abort(const std::string& reason) {
   hub_->abort(reason);
 }
 

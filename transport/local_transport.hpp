@@ -20,10 +20,10 @@ public:
   int rank() const override { return rank_; }
   int size() const override;
   std::uint64_t generation() const override;
-  transport_status send(int dst, std::uint64_t tag, const at::Tensor &t) override;
-  transport_status recv(int src, std::uint64_t tag, at::Tensor &out,
+  transport_status send(int dst, std::uint64_t tag, const at::Tensor& t) override;
+  transport_status recv(int src, std::uint64_t tag, at::Tensor& out,
                         std::chrono::milliseconds timeout) override;
-  void abort(const std::string &reason) override;
+  void abort(const std::string& reason) override;
 
 private:
   std::shared_ptr<local_hub> hub_;
@@ -38,7 +38,7 @@ public:
   int size() const { return size_; }
   std::uint64_t generation() const { return generation_; }
   std::unique_ptr<local_transport> endpoint(int rank);
-  void abort(const std::string &reason);
+  void abort(const std::string& reason);
   bool aborted() const;
   // Tensors sent but never received (should be 0 after a clean step).
   std::size_t pending() const;

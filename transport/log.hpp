@@ -10,9 +10,9 @@
 namespace bamboo::log {
 
 // Returns the logger of a component, creating it (stderr, shared level) on first use.
-std::shared_ptr<spdlog::logger> get(const std::string &component);
+std::shared_ptr<spdlog::logger> get(const std::string& component);
 
 // Sets the level of every bamboo logger, present and future ("info", "debug", ...).
-void set_level(const std::string &level);
+void set_level(const std::string& level);
 
 } // namespace bamboo::log

@@ -11,7 +11,7 @@ std::mutex mtx;
 spdlog::level::level_enum current = spdlog::level::info;
 } // namespace
 
-std::shared_ptr<spdlog::logger> get(const std::string &component) {
+std::shared_ptr<spdlog::logger> get(const std::string& component) {
   std::lock_guard<std::mutex> guard{mtx};
   if (auto existing = spdlog::get(component))
     return existing;
@@ -21,10 +21,10 @@ std::shared_ptr<spdlog::logger> get(const std::string &component) {
   return logger;
 }
 
-void set_level(const std::string &level) {
+void set_level(const std::string& level) {
   std::lock_guard<std::mutex> guard{mtx};
   current = spdlog::level::from_str(level);
-  spdlog::apply_all([](const std::shared_ptr<spdlog::logger> &l) {
+  spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) {
     if (l->name().rfind("bamboo.", 0) == 0)
       l->set_level(current);
   });

@@ -48,7 +48,7 @@ struct nccl_transport::impl {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   device_buffer send_buf, recv_buf;
-  std::mutex mtx;  // one operation at a time on the stream
+  std::mutex mtx; // one operation at a time on the stream
   std::mutex abort_mtx;
   bool aborted = false;
   std::string reason;
@@ -78,7 +78,7 @@ struct nccl_transport::impl {
         return {transport_errc::peer_lost, nccl_error("communicator", async)};
       if (std::chrono::steady_clock::now() > deadline)
         return {transport_errc::timeout, "NCCL operation did not finish within " +
-                                           std::to_string(timeout.count()) + " ms"};
+                                             std::to_string(timeout.count()) + " ms"};
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
@@ -122,7 +122,8 @@ std::unique_ptr<nccl_transport> nccl_transport::join(const nccl_group_spec& spec
   }
   auto p = std::make_unique<impl>();
   p->spec = spec;
-  if (auto e = cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking); e != cudaSuccess) {
+  if (auto e = cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking);
+      e != cudaSuccess) {
     error = cuda_error("cudaStreamCreate", e);
     return nullptr;
   }
@@ -189,7 +190,8 @@ transport_status nccl_transport::send(int dst, std::uint64_t, const at::Tensor& 
                                cudaMemcpyHostToDevice, impl_->stream);
       e != cudaSuccess)
     return {transport_errc::invalid, cuda_error("cudaMemcpyAsync", e)};
-  auto r = ncclSend(impl_->send_buf.ptr, bytes, ncclUint8, dst, impl_->comm, impl_->stream);
+  auto r =
+      ncclSend(impl_->send_buf.ptr, bytes, ncclUint8, dst, impl_->comm, impl_->stream);
   if (r != ncclSuccess && r != ncclInProgress)
     return {transport_errc::peer_lost, nccl_error("ncclSend", r)};
   // The staging buffer is reused: wait until this send has left it.
@@ -202,14 +204,15 @@ transport_status nccl_transport::recv(int src, std::uint64_t, at::Tensor& out,
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
   if (src < 0 || src >= size() || src == rank() || !out.defined())
-    return {transport_errc::invalid,
-            "recv from rank " + std::to_string(src) + " needs a tensor of the right shape"};
+    return {transport_errc::invalid, "recv from rank " + std::to_string(src) +
+                                         " needs a tensor of the right shape"};
   auto c = out.is_contiguous() ? out : out.contiguous();
   const std::size_t bytes = c.numel() * c.element_size();
   std::lock_guard<std::mutex> guard{impl_->mtx};
   if (auto e = impl_->recv_buf.reserve(bytes); e != cudaSuccess)
     return {transport_errc::invalid, cuda_error("cudaMalloc", e)};
-  auto r = ncclRecv(impl_->recv_buf.ptr, bytes, ncclUint8, src, impl_->comm, impl_->stream);
+  auto r =
+      ncclRecv(impl_->recv_buf.ptr, bytes, ncclUint8, src, impl_->comm, impl_->stream);
   if (r != ncclSuccess && r != ncclInProgress)
     return {transport_errc::peer_lost, nccl_error("ncclRecv", r)};
   if (auto e = cudaMemcpyAsync(c.data_ptr(), impl_->recv_buf.ptr, bytes,
@@ -235,7 +238,7 @@ void nccl_transport::abort(const std::string& reason) {
     impl_->reason = reason;
   }
   if (impl_->comm)
-    ncclCommAbort(impl_->comm);  // releases kernels blocked on a dead peer
+    ncclCommAbort(impl_->comm); // releases kernels blocked on a dead peer
   impl_->comm = nullptr;
 }
 

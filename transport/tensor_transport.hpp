@@ -26,7 +26,7 @@ enum class transport_errc {
   invalid,   // bad rank or tensor
 };
 
-const char *to_string(transport_errc e);
+const char* to_string(transport_errc e);
 
 struct transport_status {
   transport_errc code = transport_errc::ok;
@@ -49,16 +49,19 @@ public:
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::uint64_t generation() const = 0;
+  // True when recv() needs `out` allocated with the expected shape and dtype
+  // (network backends); false when it hands over the sender's tensor.
+  virtual bool needs_buffer() const { return false; }
 
   // Hands `t` to rank `dst`. Does not wait for the receiver; `t` must not be
   // modified afterwards (the local backend shares its storage).
-  virtual transport_status send(int dst, std::uint64_t tag, const at::Tensor &t) = 0;
+  virtual transport_status send(int dst, std::uint64_t tag, const at::Tensor& t) = 0;
   // Waits at most `timeout` for the tensor that `src` sent with `tag`.
   virtual transport_status
-  recv(int src, std::uint64_t tag, at::Tensor &out,
+  recv(int src, std::uint64_t tag, at::Tensor& out,
        std::chrono::milliseconds timeout = default_recv_timeout) = 0;
   // Ends the group: every pending and future call fails with `aborted`.
-  virtual void abort(const std::string &reason) = 0;
+  virtual void abort(const std::string& reason) = 0;
 };
 
 } // namespace bamboo

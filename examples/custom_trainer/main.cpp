@@ -15,7 +15,7 @@ int main() {
   cfg.steps = 5;
 
   bamboo::run_options opts;
-  opts.on_step = [](const bamboo::step_record &r) {
+  opts.on_step = [](const bamboo::step_record& r) {
     std::printf("custom trainer: step %lld loss %.4f\n", static_cast<long long>(r.step),
                 r.loss);
   };

@@ -18,13 +18,13 @@ using namespace bamboo::sim;
 
 namespace {
 
-int bad(const std::string &msg) {
+int bad(const std::string& msg) {
   std::cerr << "bamboo-sim: error: " << msg << "\n";
   return 2;
 }
 
 // "12h", "30m", "90s", "1500ms", or a number of hours.
-bool parse_duration(const std::string &text, std::int64_t &ms) {
+bool parse_duration(const std::string& text, std::int64_t& ms) {
   static const std::regex re(R"(([0-9]*\.?[0-9]+)(ms|s|m|h)?)");
   std::smatch m;
   if (!std::regex_match(text, m, re))
@@ -48,7 +48,7 @@ struct run_spec {
   }
 };
 
-bool write_file(const std::string &path, const std::string &text) {
+bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   return static_cast<bool>(out);
@@ -56,7 +56,7 @@ bool write_file(const std::string &path, const std::string &text) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   CLI::App app{"bamboo-sim: spot-trace simulator driving bamboo's planner"};
   std::string trace_path, generate, model = "gpt2", profile_path, duration, seeds = "1";
   std::string summary_path, series_path, plot_path;
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> policies{"bamboo-nsdi23"}, redundancies{"lazy"};
   int capacity = 48, threads = 0;
   bool timing = false;
-  auto *trace_opt =
+  auto* trace_opt =
       app.add_option("--trace", trace_path, "event or instance-count trace file");
   app.add_option("--generate", generate,
                  "generated trace: hourly (diurnal), random (per-hour draws), removal=P")
@@ -97,9 +97,9 @@ int main(int argc, char **argv) {
   app.add_flag("--time", timing, "print how long the runs took");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
-  } catch (const CLI::ParseError &e) {
+  } catch (const CLI::ParseError& e) {
     return bad(e.what());
   }
 
@@ -160,7 +160,7 @@ int main(int argc, char **argv) {
   } else if (generate.rfind("removal=", 0) == 0) {
     try {
       gen.removal_per_hour = std::stod(generate.substr(8));
-    } catch (const std::exception &) {
+    } catch (const std::exception&) {
       return bad("--generate '" + generate + "': removal=P needs a probability");
     }
     if (gen.removal_per_hour < 0 || gen.removal_per_hour > 1)
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
 
   std::vector<run_spec> runs;
   for (std::uint64_t s = seed_lo; s <= seed_hi; ++s)
-    for (const auto &p : policies) {
+    for (const auto& p : policies) {
       auto kind = p == "bamboo"               ? policy_kind::bamboo
                   : p == "checkpoint-restart" ? policy_kind::checkpoint_restart
                   : p == "on-demand"          ? policy_kind::on_demand
@@ -182,7 +182,7 @@ int main(int argc, char **argv) {
         runs.push_back({kind, sim_redundancy::lazy, s});
         continue;
       }
-      for (const auto &r : redundancies)
+      for (const auto& r : redundancies)
         runs.push_back({kind,
                         r == "off"        ? sim_redundancy::off
                         : r == "eager"    ? sim_redundancy::eager
@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
   std::vector<std::thread> pool;
   for (int t = 0; t < n_threads; ++t)
     pool.emplace_back(worker);
-  for (auto &t : pool)
+  for (auto& t : pool)
     t.join();
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
               "steps", "samples/s", "preempt", "fatal", "instances", "$/h", "value",
               "samples/$");
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto &s = results[i].summary;
+    const auto& s = results[i].summary;
     std::printf("%-28s %6llu %10lld %10.3f %6d %6d %9.2f %8.2f %10.4f %12.1f\n",
                 runs[i].label().c_str(), static_cast<unsigned long long>(runs[i].seed),
                 static_cast<long long>(s.steps), s.samples_per_s, s.preemptions,

@@ -11,7 +11,7 @@ double profile::step_seconds(int pipelines) const {
   return step_s[std::min<std::size_t>(pipelines, step_s.size()) - 1];
 }
 
-std::optional<profile> builtin_profile(const std::string &name) {
+std::optional<profile> builtin_profile(const std::string& name) {
   profile p;
   p.name = name;
   p.stages = 12;
@@ -35,7 +35,7 @@ std::optional<profile> builtin_profile(const std::string &name) {
   return std::nullopt;
 }
 
-std::optional<profile> load_profile(const std::string &path, std::string &error) {
+std::optional<profile> load_profile(const std::string& path, std::string& error) {
   std::ifstream in(path);
   if (!in) {
     error = "cannot read profile '" + path + "'";
@@ -65,7 +65,7 @@ std::optional<profile> load_profile(const std::string &path, std::string &error)
       else if (key == "samples_per_step")
         p.samples_per_step = std::stoi(values[0]);
       else if (key == "step_s")
-        for (auto &v : values)
+        for (auto& v : values)
           p.step_s.push_back(std::stod(v));
       else if (key == "local_rendezvous_ms")
         p.local_rendezvous_ms = std::stoll(values[0]);
@@ -78,7 +78,7 @@ std::optional<profile> load_profile(const std::string &path, std::string &error)
       else
         throw std::invalid_argument("unknown key '" + key + "'");
     }
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     error = path + ":" + std::to_string(n) + ": " + e.what();
     return std::nullopt;
   }

@@ -23,11 +23,11 @@ struct profile {
 };
 
 // "gpt2" and "bert": the original simulator's constants.
-std::optional<profile> builtin_profile(const std::string &name);
+std::optional<profile> builtin_profile(const std::string& name);
 
 // A "key,value[,value...]" file (as bamboo-bench-pipeline writes with
 // --profile-out): name, stages, samples_per_step, step_s (one per P),
 // local_rendezvous_ms, target_steps, on_demand_instances, on_demand_step_s.
-std::optional<profile> load_profile(const std::string &path, std::string &error);
+std::optional<profile> load_profile(const std::string& path, std::string& error);
 
 } // namespace bamboo::sim

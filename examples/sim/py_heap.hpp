@@ -30,7 +30,7 @@ public:
     return top;
   }
 
-  const T &top() const { return items_.front(); }
+  const T& top() const { return items_.front(); }
   bool empty() const { return items_.empty(); }
   std::size_t size() const { return items_.size(); }
 

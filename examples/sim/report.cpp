@@ -6,8 +6,8 @@
 
 namespace bamboo::sim {
 
-std::string summary_json(const sim_summary &s, const std::string &policy,
-                         const std::string &model) {
+std::string summary_json(const sim_summary& s, const std::string& policy,
+                         const std::string& model) {
   char buf[1024];
   std::snprintf(
       buf, sizeof(buf),
@@ -21,10 +21,10 @@ std::string summary_json(const sim_summary &s, const std::string &policy,
   return buf;
 }
 
-std::string series_csv(const std::vector<series_point> &series) {
+std::string series_csv(const std::vector<series_point>& series) {
   std::string out = "hours,instances,samples_per_s,cost_per_h,steps,pipelines,event\n";
   char buf[256];
-  for (const auto &p : series) {
+  for (const auto& p : series) {
     std::snprintf(buf, sizeof(buf), "%.6f,%d,%.4f,%.4f,%lld,%d,%s\n", p.hours,
                   p.instances, p.samples_per_s, p.cost_per_h,
                   static_cast<long long>(p.steps), p.pipelines, p.event.c_str());
@@ -33,18 +33,18 @@ std::string series_csv(const std::vector<series_point> &series) {
   return out;
 }
 
-std::string plot_svg(const std::vector<plot_line> &lines, double hours) {
+std::string plot_svg(const std::vector<plot_line>& lines, double hours) {
   const int width = 900, panel = 220, left = 70, right = 20, top = 30, gap = 40;
-  const char *colors[] = {"#1b9e77", "#d95f02", "#7570b3",
+  const char* colors[] = {"#1b9e77", "#d95f02", "#7570b3",
                           "#e7298a", "#66a61e", "#e6ab02"};
   struct metric {
-    const char *title;
-    std::function<double(const series_point &)> get;
+    const char* title;
+    std::function<double(const series_point&)> get;
   };
   std::vector<metric> metrics{
-      {"instances", [](const series_point &p) { return double(p.instances); }},
-      {"throughput (samples/s)", [](const series_point &p) { return p.samples_per_s; }},
-      {"cost ($/h)", [](const series_point &p) { return p.cost_per_h; }}};
+      {"instances", [](const series_point& p) { return double(p.instances); }},
+      {"throughput (samples/s)", [](const series_point& p) { return p.samples_per_s; }},
+      {"cost ($/h)", [](const series_point& p) { return p.cost_per_h; }}};
   const int height = top + static_cast<int>(metrics.size()) * (panel + gap) + 40;
   std::string svg;
   char buf[512];
@@ -59,8 +59,8 @@ std::string plot_svg(const std::vector<plot_line> &lines, double hours) {
   for (std::size_t m = 0; m < metrics.size(); ++m) {
     const int y0 = top + static_cast<int>(m) * (panel + gap);
     double ymax = 0;
-    for (const auto &l : lines)
-      for (const auto &p : *l.series)
+    for (const auto& l : lines)
+      for (const auto& p : *l.series)
         ymax = std::max(ymax, metrics[m].get(p));
     ymax = ymax > 0 ? ymax * 1.1 : 1;
     std::snprintf(
@@ -75,7 +75,7 @@ std::string plot_svg(const std::vector<plot_line> &lines, double hours) {
     for (std::size_t i = 0; i < lines.size(); ++i) {
       std::string pts;
       double prev_y = -1;
-      for (const auto &p : *lines[i].series) {
+      for (const auto& p : *lines[i].series) {
         const double x = left + (width - left - right) * std::min(p.hours / hours, 1.0);
         const double y = y0 + panel - panel * metrics[m].get(p) / ymax;
         if (prev_y >= 0) { // a step function: hold the value until it changes

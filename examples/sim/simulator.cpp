@@ -9,7 +9,7 @@
 
 namespace bamboo::sim {
 
-const char *to_string(policy_kind p) {
+const char* to_string(policy_kind p) {
   switch (p) {
   case policy_kind::nsdi23: return "bamboo-nsdi23";
   case policy_kind::bamboo: return "bamboo";
@@ -19,7 +19,7 @@ const char *to_string(policy_kind p) {
   return "?";
 }
 
-const char *to_string(sim_redundancy r) {
+const char* to_string(sim_redundancy r) {
   switch (r) {
   case sim_redundancy::off: return "off";
   case sim_redundancy::lazy: return "lazy";
@@ -53,7 +53,7 @@ struct event {
 };
 
 struct event_less {
-  bool operator()(const event &a, const event &b) const {
+  bool operator()(const event& a, const event& b) const {
     return a.ms != b.ms ? a.ms < b.ms : a.kind < b.kind;
   }
 };
@@ -85,11 +85,11 @@ struct step_fn {
 
 class engine {
 public:
-  explicit engine(const sim_options &o) : o_(o), stages_(o.prof.stages) {}
+  explicit engine(const sim_options& o) : o_(o), stages_(o.prof.stages) {}
 
-  sim_result run(const std::vector<trace_event> &trace) {
+  sim_result run(const std::vector<trace_event>& trace) {
     std::map<std::string, int> ids;
-    for (const auto &e : trace) {
+    for (const auto& e : trace) {
       auto [it, fresh] = ids.emplace(e.node, static_cast<int>(ids.size()));
       (void)fresh;
       push({e.ms, e.add ? ev_add : ev_remove, it->second, 0});
@@ -114,9 +114,9 @@ public:
   }
 
 private:
-  void push(const event &e) { events_.push(e); }
+  void push(const event& e) { events_.push(e); }
 
-  void handle(const event &e) {
+  void handle(const event& e) {
     switch (e.kind) {
     case ev_add: on_add(e.ms, e.node); break;
     case ev_remove: on_remove(e.ms, e.node); break;
@@ -132,7 +132,7 @@ private:
     return std::find(live_.begin(), live_.end(), n) != live_.end();
   }
 
-  void note(std::int64_t ms, const char *what) {
+  void note(std::int64_t ms, const char* what) {
     if (!o_.record_series)
       return;
     series_.push_back({ms / ms_per_hour, static_cast<int>(live_.size()), last_perf_,
@@ -171,7 +171,7 @@ private:
       ++waiting_;
   }
 
-  void fatal(std::int64_t ms, const char *why) {
+  void fatal(std::int64_t ms, const char* why) {
     ++fatal_;
     note(ms, why);
     if (o_.policy != policy_kind::nsdi23) {
@@ -195,7 +195,7 @@ private:
     live_.erase(std::find(live_.begin(), live_.end(), n));
     append_cost(ms);
     note(ms, "remove");
-    instance &inst = nodes_[n];
+    instance& inst = nodes_[n];
     const bool was_running = inst.status == node_status::running;
     if (was_running) {
       ++running_losses_;
@@ -222,14 +222,14 @@ private:
   // The original's rule: the predecessor (wrapping) takes the coordinates over,
   // unless it, or the lost node, already holds two.
   bool nsdi23_cover(int n) {
-    const auto &inst = nodes_[n];
+    const auto& inst = nodes_[n];
     if (inst.coords.size() > 1)
       return false;
     const int c = inst.coords[0];
     const int p = c / stages_, s = c % stages_;
     const int search = p * stages_ + (s == 0 ? stages_ - 1 : s - 1);
     for (int m : live_) {
-      auto &other = nodes_[m];
+      auto& other = nodes_[m];
       if (std::find(other.coords.begin(), other.coords.end(), search) ==
           other.coords.end())
         continue;
@@ -304,7 +304,7 @@ private:
     std::vector<int> order;
     int next = 0;
     for (int node : rendezvous_) {
-      auto &inst = nodes_[node];
+      auto& inst = nodes_[node];
       if (next < p * stages_) {
         inst.coords = {next++};
         inst.status = node_status::running;
@@ -421,7 +421,7 @@ private:
 
   sim_result finish(std::int64_t end_ms) {
     sim_result r;
-    auto &s = r.summary;
+    auto& s = r.summary;
     const double hours = std::ceil(end_ms / ms_per_hour);
     s.steps = steps_;
     s.samples = steps_ * o_.prof.samples_per_step;
@@ -440,7 +440,7 @@ private:
     return r;
   }
 
-  const sim_options &o_;
+  const sim_options& o_;
   const int stages_;
   py_heap<event, event_less> events_;
   std::vector<instance> nodes_;
@@ -469,10 +469,10 @@ private:
   std::vector<series_point> series_;
 };
 
-sim_result simulate_on_demand(const sim_options &o) {
+sim_result simulate_on_demand(const sim_options& o) {
   sim_result r;
-  auto &s = r.summary;
-  const auto &p = o.prof;
+  auto& s = r.summary;
+  const auto& p = o.prof;
   const double step = p.on_demand_step_s > 0 ? p.on_demand_step_s : p.step_seconds(1);
   const int n = p.on_demand_instances > 0 ? p.on_demand_instances : p.stages;
   double seconds = o.duration_ms ? *o.duration_ms / 1e3 : p.target_steps * step;
@@ -493,7 +493,7 @@ sim_result simulate_on_demand(const sim_options &o) {
 
 } // namespace
 
-sim_result simulate(const std::vector<trace_event> &trace, const sim_options &o) {
+sim_result simulate(const std::vector<trace_event>& trace, const sim_options& o) {
   if (o.policy == policy_kind::on_demand)
     return simulate_on_demand(o);
   engine e(o);

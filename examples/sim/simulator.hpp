@@ -16,8 +16,8 @@ namespace bamboo::sim {
 enum class policy_kind { nsdi23, bamboo, checkpoint_restart, on_demand };
 enum class sim_redundancy { off, lazy, eager, adaptive };
 
-const char *to_string(policy_kind p);
-const char *to_string(sim_redundancy r);
+const char* to_string(policy_kind p);
+const char* to_string(sim_redundancy r);
 
 struct sim_options {
   policy_kind policy = policy_kind::nsdi23;
@@ -67,6 +67,6 @@ struct sim_result {
   std::vector<series_point> series;
 };
 
-sim_result simulate(const std::vector<trace_event> &trace, const sim_options &o);
+sim_result simulate(const std::vector<trace_event>& trace, const sim_options& o);
 
 } // namespace bamboo::sim

@@ -13,13 +13,13 @@ namespace bamboo::sim {
 
 namespace {
 
-std::string trim(const std::string &s) {
+std::string trim(const std::string& s) {
   auto b = s.find_first_not_of(" \t\r");
   auto e = s.find_last_not_of(" \t\r");
   return b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
 }
 
-std::vector<std::string> split(const std::string &line) {
+std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> out;
   std::stringstream ss(line);
   std::string cell;
@@ -28,7 +28,7 @@ std::vector<std::string> split(const std::string &line) {
   return out;
 }
 
-bool all_digits(const std::string &s) {
+bool all_digits(const std::string& s) {
   return !s.empty() &&
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
@@ -43,7 +43,7 @@ std::int64_t days_from_civil(int y, unsigned m, unsigned d) {
   return era * 146097LL + static_cast<std::int64_t>(doe) - 719468;
 }
 
-bool parse_timestamp(const std::string &date, const std::string &time, std::int64_t &ms) {
+bool parse_timestamp(const std::string& date, const std::string& time, std::int64_t& ms) {
   int y, mo, d, h, mi, s;
   char c1, c2, c3, c4;
   std::istringstream ds(date), ts(time);
@@ -59,12 +59,12 @@ bool parse_timestamp(const std::string &date, const std::string &time, std::int6
 }
 
 trace_result
-parse_events(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
-             const std::string &origin) {
+parse_events(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
+             const std::string& origin) {
   trace_result r;
   std::set<std::string> live, seen;
   std::int64_t last = 0;
-  for (const auto &[line, cells] : rows) {
+  for (const auto& [line, cells] : rows) {
     auto where = origin + ":" + std::to_string(line) + ": ";
     if (cells.size() != 3 || !all_digits(cells[0]) ||
         (cells[1] != "add" && cells[1] != "remove") || cells[2].empty()) {
@@ -74,7 +74,7 @@ parse_events(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
     trace_event e;
     try {
       e.ms = std::stoll(cells[0]);
-    } catch (const std::exception &) {
+    } catch (const std::exception&) {
       r.error = where + "time out of range";
       return r;
     }
@@ -106,11 +106,11 @@ parse_events(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
 }
 
 trace_result
-parse_counts(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
-             const std::string &origin) {
+parse_counts(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
+             const std::string& origin) {
   trace_result r;
   std::vector<std::pair<std::int64_t, int>> points;
-  for (const auto &[line, cells] : rows) {
+  for (const auto& [line, cells] : rows) {
     std::int64_t ms = 0;
     if (cells.size() != 3 || !parse_timestamp(cells[0], cells[1], ms) ||
         !all_digits(cells[2])) {
@@ -122,11 +122,11 @@ parse_counts(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
   }
   // Sorted by time, stable so that equal timestamps keep their file order.
   std::stable_sort(points.begin(), points.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   const std::int64_t t0 = points.front().first;
   std::vector<std::string> live; // oldest first: removals take the oldest node
   int next_id = 1;
-  for (const auto &[ms, count] : points) {
+  for (const auto& [ms, count] : points) {
     while (static_cast<int>(live.size()) < count) {
       live.push_back("node" + std::to_string(next_id++));
       r.events.push_back({ms - t0, true, live.back()});
@@ -141,7 +141,7 @@ parse_counts(const std::vector<std::pair<int, std::vector<std::string>>> &rows,
 
 } // namespace
 
-trace_result parse_trace_text(const std::string &text, const std::string &origin) {
+trace_result parse_trace_text(const std::string& text, const std::string& origin) {
   std::vector<std::pair<int, std::vector<std::string>>> rows;
   std::istringstream in(text);
   std::string line;
@@ -158,7 +158,7 @@ trace_result parse_trace_text(const std::string &text, const std::string &origin
     r.error = origin + ": the trace is empty";
     return r;
   }
-  const auto &first = rows.front().second;
+  const auto& first = rows.front().second;
   const bool counts = first.size() == 3 && first[0].find('-') != std::string::npos;
   r = counts ? parse_counts(rows, origin) : parse_events(rows, origin);
   if (r && r.events.empty())
@@ -166,7 +166,7 @@ trace_result parse_trace_text(const std::string &text, const std::string &origin
   return r;
 }
 
-trace_result load_trace(const std::string &path) {
+trace_result load_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     trace_result r;
@@ -178,7 +178,7 @@ trace_result load_trace(const std::string &path) {
   return parse_trace_text(ss.str(), path);
 }
 
-std::vector<trace_event> generate_trace(const generate_options &o) {
+std::vector<trace_event> generate_trace(const generate_options& o) {
   // The original simulator's diurnal defaults, by hour of the day.
   static const double add_p[24] = {0.05, 0.05, 0.05, 0.5,  0.5,  0.5,  0.05, 0.05,
                                    0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0,
@@ -195,7 +195,7 @@ std::vector<trace_event> generate_trace(const generate_options &o) {
                                      : remove_p[h];
   }
   if (o.removal_per_hour >= 0)
-    for (double &a : add)
+    for (double& a : add)
       a = 1.0; // constant-removal mode: replacements come back within the hour
   std::vector<trace_event> out;
   std::vector<std::string> live;
@@ -204,7 +204,7 @@ std::vector<trace_event> generate_trace(const generate_options &o) {
   for (int h = 0; h < hours; ++h) {
     const std::int64_t base = h * 3600000LL;
     std::vector<trace_event> hour;
-    for (const auto &name : live)
+    for (const auto& name : live)
       if (gen.uniform() < rem[h % 24])
         hour.push_back(
             {base + static_cast<std::int64_t>(gen.below(3600)) * 1000, false, name});
@@ -216,8 +216,8 @@ std::vector<trace_event> generate_trace(const generate_options &o) {
             {h == 0 ? 0 : base + static_cast<std::int64_t>(gen.below(3600)) * 1000, true,
              "node" + std::to_string(next_id++)});
     std::stable_sort(hour.begin(), hour.end(),
-                     [](const auto &a, const auto &b) { return a.ms < b.ms; });
-    for (auto &e : hour) {
+                     [](const auto& a, const auto& b) { return a.ms < b.ms; });
+    for (auto& e : hour) {
       if (e.add) {
         live.push_back(e.node);
       } else {

@@ -21,8 +21,8 @@ struct trace_result {
   explicit operator bool() const { return error.empty(); }
 };
 
-trace_result parse_trace_text(const std::string &text, const std::string &origin);
-trace_result load_trace(const std::string &path);
+trace_result parse_trace_text(const std::string& text, const std::string& origin);
+trace_result load_trace(const std::string& path);
 
 // Generated traces, seeded. hourly: per hour of day, the probability that an
 // instance is added / removed in that hour (the original's default diurnal
@@ -36,6 +36,6 @@ struct generate_options {
   double removal_per_hour = -1; // >= 0: constant removal probability per node-hour
 };
 
-std::vector<trace_event> generate_trace(const generate_options &o);
+std::vector<trace_event> generate_trace(const generate_options& o);
 
 } // namespace bamboo::sim

@@ -6,10 +6,10 @@
 
 namespace bamboo::app {
 
-std::optional<cli_options> parse_cli(int argc, char **argv, int &exit_code) {
+std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   cli_options o;
-  auto &c = o.cfg;
-  auto &m = c.model;
+  auto& c = o.cfg;
+  auto& m = c.model;
   CLI::App app{"bamboo-train: pipeline-parallel training that survives preemptions"};
   std::string model = "gpt";
   app.add_option("--model", model, "gpt or bert")
@@ -49,6 +49,11 @@ std::optional<cli_options> parse_cli(int argc, char **argv, int &exit_code) {
   app.add_option("--redundancy", redundancy, "off, lazy or eager")
       ->check(CLI::IsMember({"off", "lazy", "eager"}))
       ->capture_default_str();
+  std::string transport = "local";
+  app.add_option("--transport", transport,
+                 "local (in-process hand-off) or gloo (c10d Gloo over 127.0.0.1)")
+    ->check(CLI::IsMember({"local", "gloo"}))
+    ->capture_default_str();
   std::vector<std::string> preempt;
   app.add_option(
       "--preempt", preempt,
@@ -65,10 +70,10 @@ std::optional<cli_options> parse_cli(int argc, char **argv, int &exit_code) {
       ->capture_default_str();
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &e) {
+  } catch (const CLI::CallForHelp& e) {
     exit_code = app.exit(e);
     return std::nullopt;
-  } catch (const CLI::ParseError &e) {
+  } catch (const CLI::ParseError& e) {
     std::cerr << "bamboo-train: error: " << e.what() << "\n";
     exit_code = 2;
     return std::nullopt;
@@ -78,7 +83,8 @@ std::optional<cli_options> parse_cli(int argc, char **argv, int &exit_code) {
                  : redundancy == "eager" ? redundancy_mode::eager
                                          : redundancy_mode::lazy;
   o.run.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
-  for (const auto &p : preempt)
+  o.run.transport = transport == "gloo" ? transport_kind::gloo : transport_kind::local;
+  for (const auto& p : preempt)
     if (auto problem = parse_preempt(p, o.run.preemptions, o.run.preempt_rate)) {
       std::cerr << "bamboo-train: error: " << *problem << "\n";
       exit_code = 2;

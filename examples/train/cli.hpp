@@ -21,6 +21,6 @@ struct cli_options {
 
 // Parses argv. On --help prints usage and sets exit_code 0; on bad input prints
 // one line naming the problem and sets exit_code 2. Returns nullopt in both cases.
-std::optional<cli_options> parse_cli(int argc, char **argv, int &exit_code);
+std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code);
 
 } // namespace bamboo::app

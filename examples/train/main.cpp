@@ -17,13 +17,13 @@ using namespace bamboo;
 
 namespace {
 
-void print_summary(const train_config &cfg, const run_result &r, double elapsed) {
-  const auto &steps = r.steps;
+void print_summary(const train_config& cfg, const run_result& r, double elapsed) {
+  const auto& steps = r.steps;
   if (steps.empty())
     return;
   int fwd = 0, bwd = 0;
   std::string latencies;
-  for (const auto &f : r.failovers) {
+  for (const auto& f : r.failovers) {
     fwd += f.recomputed_forwards;
     bwd += f.recomputed_backwards;
     char buf[96];
@@ -46,13 +46,13 @@ void print_summary(const train_config &cfg, const run_result &r, double elapsed)
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   int exit_code = 0;
   auto opts = app::parse_cli(argc, argv, exit_code);
   if (!opts)
     return exit_code;
   log::set_level(opts->log_level);
-  const auto &cfg = opts->cfg;
+  const auto& cfg = opts->cfg;
   if (opts->print_schedule) {
     std::printf("1F1B, S=%d, M=%d, redundancy %s (unit costs: F=1 R=1 B=2; '.' idle, "
                 "R = forward redundant computation for the successor)\n%s",
@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
 
   double elapsed = 0;
   run_options run = opts->run;
-  run.on_step = [&](const step_record &r) {
+  run.on_step = [&](const step_record& r) {
     elapsed += r.seconds;
     if (metrics.is_open()) {
       char line[256];

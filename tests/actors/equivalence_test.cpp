@@ -36,7 +36,7 @@ train_config small_config(model_kind kind, int stages, double clip) {
 // ("stageN#steps") depend on S and are checked on their own.
 std::vector<param_blob> tensors_only(std::vector<param_blob> blobs, std::int64_t steps) {
   std::vector<param_blob> out;
-  for (auto &b : blobs) {
+  for (auto& b : blobs) {
     if (b.name.rfind("stage", 0) == 0)
       CHECK(b.values.at(0) == static_cast<float>(steps));
     else
@@ -45,7 +45,7 @@ std::vector<param_blob> tensors_only(std::vector<param_blob> blobs, std::int64_t
   return out;
 }
 
-run_result run(const train_config &c) {
+run_result run(const train_config& c) {
   run_options o;
   o.collect_parameters = true;
   auto r = run_embedded(c, o);
@@ -55,11 +55,11 @@ run_result run(const train_config &c) {
   return std::move(*r);
 }
 
-bool bit_equal(const std::vector<float> &a, const std::vector<float> &b) {
+bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-void check_identical(const run_result &ref, const run_result &got) {
+void check_identical(const run_result& ref, const run_result& got) {
   REQUIRE(got.steps.size() == ref.steps.size());
   for (std::size_t k = 0; k < ref.steps.size(); ++k) {
     INFO("step " << k);
@@ -73,15 +73,15 @@ void check_identical(const run_result &ref, const run_result &got) {
   }
 }
 
-void check_close(const run_result &ref, const run_result &got, double rel) {
+void check_close(const run_result& ref, const run_result& got, double rel) {
   REQUIRE(got.steps.size() == ref.steps.size());
   for (std::size_t k = 0; k < ref.steps.size(); ++k)
     CHECK(std::abs(got.steps[k].loss - ref.steps[k].loss) <=
           rel * std::abs(ref.steps[k].loss));
   REQUIRE(got.parameters.size() == ref.parameters.size());
   for (std::size_t i = 0; i < ref.parameters.size(); ++i) {
-    const auto &a = ref.parameters[i].values;
-    const auto &b = got.parameters[i].values;
+    const auto& a = ref.parameters[i].values;
+    const auto& b = got.parameters[i].values;
     REQUIRE(a.size() == b.size());
     double diff = 0, norm = 0;
     for (std::size_t j = 0; j < a.size(); ++j) {

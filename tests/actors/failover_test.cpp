@@ -32,7 +32,7 @@ train_config failover_config(redundancy_mode mode) {
   return c;
 }
 
-run_result run(const train_config &c, std::vector<preempt_spec> kills = {}) {
+run_result run(const train_config& c, std::vector<preempt_spec> kills = {}) {
   run_options o;
   o.collect_parameters = true;
   o.preemptions = std::move(kills);
@@ -42,15 +42,15 @@ run_result run(const train_config &c, std::vector<preempt_spec> kills = {}) {
   return std::move(*r);
 }
 
-bool same_bits(const run_result &a, const run_result &b) {
+bool same_bits(const run_result& a, const run_result& b) {
   if (a.steps.size() != b.steps.size() || a.parameters.size() != b.parameters.size())
     return false;
   for (std::size_t k = 0; k < a.steps.size(); ++k)
     if (a.steps[k].loss != b.steps[k].loss)
       return false;
   for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-    const auto &x = a.parameters[i].values;
-    const auto &y = b.parameters[i].values;
+    const auto& x = a.parameters[i].values;
+    const auto& y = b.parameters[i].values;
     if (a.parameters[i].name != b.parameters[i].name || x.size() != y.size() ||
         std::memcmp(x.data(), y.data(), 4 * x.size()) != 0)
       return false;
@@ -72,12 +72,12 @@ void sweep(redundancy_mode mode) {
       REQUIRE(got.failovers.size() == 1);
       CHECK(got.failovers[0].node == node);
       CHECK(same_bits(ref, got));
-      const auto &step = got.steps.at(k);
+      const auto& step = got.steps.at(k);
       CHECK(step.event == "failover");
       CHECK(step.generation == 2);
       const int pred = (node + cfg.stages - 1) % cfg.stages;
       for (int s = 0; s < cfg.stages; ++s) {
-        const auto &w = step.work.at(s);
+        const auto& w = step.work.at(s);
         INFO("stage " << s);
         // Each micro-batch is computed exactly once per stage: survivors never
         // redo work, the heir computes only what FRC did not already do.
@@ -86,7 +86,7 @@ void sweep(redundancy_mode mode) {
         if (s != node)
           CHECK(w.inherited == 0);
       }
-      const auto &heir = step.work.at(node);
+      const auto& heir = step.work.at(node);
       if (mode == redundancy_mode::lazy)
         CHECK(heir.inherited == 0);
       else // every FRC the predecessor ran before the loss is a forward not redone
@@ -115,7 +115,7 @@ TEST_CASE("eager FRC spares the heir the forwards it already ran", "[actors]") {
   const int ops = static_cast<int>(make_schedule(2, 4, 4, cfg.redundancy).size());
   auto got = run(cfg, {{2, 1, ops - 1}});
   REQUIRE(got.failovers.size() == 1);
-  const auto &heir = got.steps.at(1).work.at(2);
+  const auto& heir = got.steps.at(1).work.at(2);
   CHECK(heir.inherited >= 1);
   CHECK(heir.forwards + heir.inherited == 4);
   CHECK(got.failovers[0].recomputed_backwards == 3);
@@ -130,8 +130,8 @@ TEST_CASE("shadows equal their owners bit for bit after every step", "[actors]")
   for (std::size_t i = 0; i < r.parameters.size(); ++i) {
     INFO(r.parameters[i].name);
     REQUIRE(r.shadow_state[i].name == r.parameters[i].name);
-    const auto &a = r.parameters[i].values;
-    const auto &b = r.shadow_state[i].values;
+    const auto& a = r.parameters[i].values;
+    const auto& b = r.shadow_state[i].values;
     REQUIRE(a.size() == b.size());
     CHECK(std::memcmp(a.data(), b.data(), 4 * a.size()) == 0);
   }
@@ -186,7 +186,7 @@ TEST_CASE("heartbeats keep their period while a stage runs a long backward pass"
   auto r = run_embedded(c, o);
   REQUIRE(r);
   double busy = 0;
-  for (auto &s : r->steps)
+  for (auto& s : r->steps)
     busy += s.seconds;
   INFO("training took " << busy << " s");
   REQUIRE(busy > 0.4); // long enough to show the detector was not held up
@@ -196,4 +196,20 @@ TEST_CASE("heartbeats keep their period while a stage runs a long backward pass"
     CHECK(r->heartbeats[n] >= static_cast<int>(busy / 0.04 * 0.6));
     CHECK(r->heartbeat_max_gap_s[n] < 3 * 0.04);
   }
+}
+
+TEST_CASE("over Gloo sockets a failover aborts the group and changes no bit", "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  auto ref = run(cfg);
+  run_options o;
+  o.collect_parameters = true;
+  o.transport = transport_kind::gloo;
+  o.preemptions = {{2, 1, 3}};
+  auto r = run_embedded(cfg, o);
+  REQUIRE(r);
+  REQUIRE(r->failovers.size() == 1);
+  CHECK(same_bits(ref, *r));
+  // The group of generation 1 is aborted, not waited on: the step completes in
+  // well under Gloo's own timeout.
+  CHECK(r->failovers[0].latency_s < 5.0);
 }

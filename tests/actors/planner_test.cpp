@@ -108,7 +108,7 @@ TEST_CASE("Poisson preemptions are seeded and near their rate", "[actors]") {
   REQUIRE(a.size() == b.size());
   CHECK(a.size() > 400);
   CHECK(a.size() < 600);
-  for (auto &k : a) {
+  for (auto& k : a) {
     CHECK(k.node < 4);
     CHECK(k.op <= 8);
   }

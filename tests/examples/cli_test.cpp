@@ -16,10 +16,10 @@ struct outcome {
   std::string output;
 };
 
-outcome run_command(const std::string &cmd_line) {
+outcome run_command(const std::string& cmd_line) {
   std::string cmd = cmd_line + " 2>&1";
   outcome out;
-  FILE *p = popen(cmd.c_str(), "r");
+  FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::array<char, 512> buf{};
   while (fgets(buf.data(), buf.size(), p))
@@ -29,11 +29,11 @@ outcome run_command(const std::string &cmd_line) {
   return out;
 }
 
-outcome run_train(const std::string &args) {
+outcome run_train(const std::string& args) {
   return run_command(std::string(BAMBOO_TRAIN_BIN) + " " + args);
 }
 
-void check_rejected(const std::string &args, const std::string &needle) {
+void check_rejected(const std::string& args, const std::string& needle) {
   INFO("bamboo-train " << args);
   auto r = run_train(args);
   INFO(r.output);
@@ -111,7 +111,7 @@ TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {
 
 namespace {
 
-void check_sim_rejected(const std::string &args, const std::string &needle) {
+void check_sim_rejected(const std::string& args, const std::string& needle) {
   INFO("bamboo-sim " << args);
   auto r = run_command(std::string(BAMBOO_SIM_BIN) + " " + args);
   INFO(r.output);

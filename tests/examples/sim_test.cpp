@@ -26,7 +26,7 @@ sim_options tiny(policy_kind policy, std::int64_t duration_ms) {
   return o;
 }
 
-std::vector<trace_event> events(const std::string &text) {
+std::vector<trace_event> events(const std::string& text) {
   auto t = parse_trace_text(text, "test");
   REQUIRE(t);
   return t.events;
@@ -39,7 +39,7 @@ TEST_CASE("the event heap pops equal keys in CPython heapq's order", "[examples]
     int key, id;
   };
   struct less {
-    bool operator()(const item &a, const item &b) const { return a.key < b.key; }
+    bool operator()(const item& a, const item& b) const { return a.key < b.key; }
   };
   py_heap<item, less> h;
   std::vector<int> out;
@@ -65,7 +65,7 @@ TEST_CASE("a covered failure slows the step, re-plans and trains on", "[examples
   // steps at 122.25 ... 129.25 s (8 more) before the 130 s end.
   auto trace = events("0,add,n1\n0,add,n2\n60000,add,n3\n100500,remove,n2\n");
   auto r = simulate(trace, tiny(policy_kind::nsdi23, 130000));
-  const auto &s = r.summary;
+  const auto& s = r.summary;
   CHECK(s.steps == 34);
   CHECK(s.preemptions == 1);
   CHECK(s.fatal_failures == 0);

@@ -9,7 +9,7 @@
 using namespace bamboo;
 
 namespace {
-std::string temp_file(const std::string &name, const std::string &bytes) {
+std::string temp_file(const std::string& name, const std::string& bytes) {
   auto path = std::string("/tmp/bamboo_test_") + name;
   std::ofstream(path, std::ios::binary) << bytes;
   return path;

@@ -35,7 +35,7 @@ TEST_CASE("the partitioner minimises the most expensive stage", "[model]") {
   // Into 3: {1,5 | 5,5 | 5,3}: bottleneck 10, the best possible.
   auto three = partition({1, 5, 5, 5, 5, 3}, 3);
   double worst = 0;
-  for (auto &p : three)
+  for (auto& p : three)
     worst = std::max(worst, p.cost);
   CHECK(worst == 10);
 }

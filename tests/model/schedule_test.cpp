@@ -22,7 +22,7 @@ TEST_CASE("1F1B runs every micro-batch once each way, backwards in order", "[mod
         REQUIRE(ops.size() == static_cast<std::size_t>(2 * m));
         int next_b = 0;
         std::set<int> fwd;
-        for (auto &op : ops) {
+        for (auto& op : ops) {
           if (op.kind == op_kind::forward) {
             CHECK(fwd.insert(op.micro_batch).second);
           } else {

@@ -26,7 +26,7 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
                             p,
                             step_report{1, 1, 2, 17, 3.25, 0.5, 4, 4, 4, 1},
                             commit{2, 17, 0.75}};
-  for (const auto &f : frames) {
+  for (const auto& f : frames) {
     auto bytes = encode(f);
     auto d = decode(bytes);
     REQUIRE(d);
@@ -34,7 +34,7 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
     CHECK(encode(d.value) == bytes);
   }
   auto d = decode(encode(p));
-  const auto &q = std::get<plan>(d.value);
+  const auto& q = std::get<plan>(d.value);
   CHECK(q.assignments.size() == 2);
   CHECK(q.assignments[1].shadow_node == 4);
   CHECK(q.redundancy == "lazy");
@@ -59,7 +59,7 @@ TEST_CASE("random and truncated bytes are rejected, never crash", "[schema]") {
   int rejected = 0;
   for (int i = 0; i < 2000; ++i) {
     std::vector<std::uint8_t> junk(8 * (1 + gen() % 16));
-    for (auto &b : junk)
+    for (auto& b : junk)
       b = static_cast<std::uint8_t>(gen());
     auto d = decode(junk);
     rejected += d ? 0 : 1;

@@ -22,8 +22,7 @@ std::vector<std::uint8_t> to_bytes(capnp::MessageBuilder& msg) {
 
 } // namespace
 
-TEST_CASE("a frame from a newer minor version with an added field is read",
-          "[schema]") {
+TEST_CASE("a frame from a newer minor version with an added field is read", "[schema]") {
   capnp::MallocMessageBuilder msg;
   auto root = msg.initRoot<bamboo::wire_next::Frame>();
   root.setMajor(1);
@@ -33,7 +32,7 @@ TEST_CASE("a frame from a newer minor version with an added field is read",
   hb.setGeneration(3);
   hb.setStep(99);
   hb.setTimeMs(123);
-  hb.setLoad(0.75f);  // unknown to this reader: skipped
+  hb.setLoad(0.75f); // unknown to this reader: skipped
   auto d = decode(to_bytes(msg));
   REQUIRE(d);
   const auto& h = std::get<heartbeat>(d.value);
@@ -43,8 +42,7 @@ TEST_CASE("a frame from a newer minor version with an added field is read",
   CHECK(h.time_ms == 123);
 }
 
-TEST_CASE("a newer reader reads our frames, added fields at their defaults",
-          "[schema]") {
+TEST_CASE("a newer reader reads our frames, added fields at their defaults", "[schema]") {
   auto bytes = encode(heartbeat{4, 2, 10, 55});
   kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / 8);
   std::memcpy(words.begin(), bytes.data(), bytes.size());

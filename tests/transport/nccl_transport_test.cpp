@@ -21,9 +21,9 @@ TEST_CASE("the NCCL backend reports its version and refuses to run without a GPU
   std::string error;
   auto t = nccl_transport::join(spec, error);
   CHECK_FALSE(t);
-  CHECK_FALSE(error.empty());  // names the CUDA failure
+  CHECK_FALSE(error.empty()); // names the CUDA failure
   spec.unique_id.resize(3);
   CHECK_FALSE(nccl_transport::join(spec, error));
   CHECK(error.find("128 bytes") != std::string::npos);
 }
-#endif  // without NCCL there is no GPU backend to test
+#endif // without NCCL there is no GPU backend to test

@@ -1,0 +1,49 @@
+// Where the stages of a cluster get their tensor transport for a generation, and
+// where a generation's transports are all aborted at once when it ends. Local
+// backend: one in-process hub per generation. Gloo backend: one c10d group per
+// generation over the store the registry hosts on 127.0.0.1.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "transport/tensor_transport.hpp"
+
+namespace bamboo {
+
+enum class transport_kind { local, gloo };
+
+const char* to_string(transport_kind k);
+
+class local_hub;
+class gloo_store_server;
+
+class transport_registry {
+public:
+  transport_registry(transport_kind kind, int size);
+  ~transport_registry();
+
+  transport_kind kind() const { return kind_; }
+  // This rank's endpoint of `generation` (thread-safe). Gloo blocks until every
+  // rank has joined. Returns nullptr and sets `error` on failure.
+  std::shared_ptr<tensor_transport> connect(int rank, std::uint64_t generation,
+                                            std::string& error);
+  // Ends a generation: every transfer of it, pending or future, fails at once.
+  void abort(std::uint64_t generation, const std::string& reason);
+
+private:
+  transport_kind kind_;
+  int size_;
+  std::unique_ptr<gloo_store_server> store_;
+  std::mutex mtx_;
+  std::map<std::uint64_t, std::shared_ptr<local_hub>> hubs_;
+  std::map<std::uint64_t, std::vector<std::weak_ptr<tensor_transport>>> endpoints_;
+  std::map<std::uint64_t, std::string> ended_;
+};
+
+} // namespace bamboo
