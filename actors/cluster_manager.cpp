@@ -143,6 +143,7 @@ private:
   void begin_step() {
     ledger_.begin(step_, spec_.cfg.stages, live_shadows());
     step_start_ = clock_type::now();
+    reshadow();
     for (const auto& a : distinct_owners())
       for (int s = 0; s < spec_.cfg.stages; ++s)
         if (owner_actor_[s] == a) {
@@ -212,10 +213,55 @@ private:
     logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
     if (spec_.on_step)
       spec_.on_step(rec);
-    if (++step_ < cfg.steps)
-      begin_step();
-    else
+    if (++step_ >= cfg.steps)
       finish();
+    else
+      begin_step();
+  }
+
+  // At a step boundary after failovers: give each unprotected stage a new
+  // shadow on its predecessor's node, cloned from the owner's exact state. The
+  // owner handles the clone request before the next run_step (one mailbox), and
+  // the manager hears of the clone before that step's report, so the shadow is
+  // known to the owner before the step commits.
+  void reshadow() {
+    for (auto [stage, node] : plan_reshadow(plan_)) {
+      auto owner = owner_actor_[stage];
+      self_->request(owner, std::chrono::seconds(60), clone_atom::value)
+        .then(
+          [this, owner, stage = stage, node = node](replica_handle& r) {
+            if (owner_actor_[stage] == owner && !shadow_actor_[stage])
+              add_shadow(stage, node, std::move(r));
+          },
+          [this](caf::error& err) {
+            // The owner died meanwhile: its down message handles the loss.
+            logger_->warn("no clone for a new shadow: {}", describe(err));
+          });
+    }
+  }
+
+  void add_shadow(int stage, int node, replica_handle r) {
+    if (!plan_.alive[node] || finished_)
+      return;
+    stage_actor_spec sh;
+    sh.cfg = spec_.cfg;
+    sh.node = node;
+    sh.executor = r.executor;
+    sh.injector = spec_.injector;
+    sh.group = nodes_[node].group;
+    sh.transports = spec_.transports;
+    auto actor = spawn_shadow_actor(self_, std::move(sh));
+    nodes_[node].group->add(actor);
+    node_of_[actor.address()] = node;
+    extra_actors_.push_back(actor);
+    shadow_actor_[stage] = actor;
+    plan_.shadow[stage] = node;
+    ledger_.expect_sync(stage);
+    self_->send(owner_actor_[stage], shadow_atom::value, actor);
+    const int pred = (stage + plan_.stages - 1) % plan_.stages;
+    if (spec_.cfg.redundancy == redundancy_mode::eager && pred != plan_.stages - 1)
+      self_->send(owner_actor_[pred], r);
+    logger_->info("stage {} has a shadow again, on node {}", stage, node);
   }
 
   bool degraded() const {
@@ -478,6 +524,9 @@ private:
       for (auto* a : {&n.stage, &n.shadow, &n.detector})
         if (*a)
           self_->send_exit(*a, caf::exit_reason::user_shutdown);
+    for (auto& a : extra_actors_)
+      self_->send_exit(a, caf::exit_reason::user_shutdown);
+    extra_actors_.clear();
     nodes_.clear();
     owner_actor_.clear();
     shadow_actor_.clear();
@@ -493,6 +542,7 @@ private:
   std::map<caf::actor_addr, int> node_of_;
   std::vector<caf::actor> owner_actor_;  // stage -> actor running it
   std::vector<caf::actor> shadow_actor_; // stage -> actor holding its replica
+  std::vector<caf::actor> extra_actors_; // shadows created after failovers
   heartbeat_tracker tracker_;
   step_ledger ledger_;
   std::int64_t step_ = 0;

@@ -22,6 +22,7 @@ class actor_system_config;
 namespace bamboo {
 
 class tensor_transport;
+class stage_executor;
 struct gradient_list; // std::vector<at::Tensor>, kept out of this header
 
 using train_atom = caf::atom_constant<caf::atom("train")>;
@@ -33,6 +34,7 @@ using params_atom = caf::atom_constant<caf::atom("params")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
+using clone_atom = caf::atom_constant<caf::atom("clone")>;
 
 // A tensor's values (parameters, optimizer moments), for bit-for-bit comparisons.
 struct param_blob {
@@ -79,12 +81,19 @@ struct resume_order {
   bool frc_enabled = false; // the successor's replica is still a shadow
 };
 
+// In-process: a replica executor, cloned from its owner for a new shadow, or
+// handed to the predecessor's stage actor for FRC.
+struct replica_handle {
+  std::shared_ptr<stage_executor> executor;
+};
+
 void register_messages(caf::actor_system_config& cfg);
 
 } // namespace bamboo
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bamboo::shadow_update)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bamboo::resume_order)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(bamboo::replica_handle)
 
 namespace bamboo::schema {
 

@@ -87,6 +87,22 @@ failover_decision plan_failover(const cluster_plan& plan, int node) {
   return d;
 }
 
+std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan) {
+  std::vector<std::pair<int, int>> out;
+  if (plan.mode == redundancy_mode::off || plan.stages < 2)
+    return out;
+  for (int c = 0; c < static_cast<int>(plan.owner.size()); ++c) {
+    if (plan.shadow[c] >= 0)
+      continue;
+    const int p = c / plan.stages, s = c % plan.stages;
+    const int pred = p * plan.stages + (s + plan.stages - 1) % plan.stages;
+    const int node = plan.owner[pred];
+    if (node != plan.owner[c] && plan.alive[node])
+      out.push_back({c, node});
+  }
+  return out;
+}
+
 std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) {
   const int n = static_cast<int>(done.size());
   std::vector<resume_order_plan> out(n);

@@ -43,6 +43,11 @@ struct failover_decision {
 // neighbours lost, or redundancy off).
 failover_decision plan_failover(const cluster_plan& plan, int node);
 
+// Shadows to re-create at a step boundary after failovers: each stage without
+// a replica gets one on the node running its predecessor stage (p, s-1), unless
+// that node runs the stage itself. Returns (stage, node) pairs.
+std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan);
+
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {
   std::set<int> forwards;

@@ -53,7 +53,8 @@ struct stage_state {
     stage_ = spec_.executor->stage();
     ops_ = make_schedule(stage_, spec_.cfg.stages, spec_.cfg.micro_batches(),
                          spec_.cfg.redundancy);
-    frc_enabled_ = spec_.replica != nullptr;
+    frc_enabled_ = spec_.replica != nullptr &&
+                   spec_.cfg.redundancy == redundancy_mode::eager;
     self_->set_default_handler(caf::print_and_drop);
   }
 
@@ -70,6 +71,13 @@ struct stage_state {
         [this](const schema::commit& c) { commit(c); },
         [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
         [this](params_atom) { return state_blobs(); },
+        // Between steps: the exact state of this stage, for a new shadow.
+        [this](clone_atom) { return replica_handle{spec_.executor->clone()}; },
+        // A new replica of the successor on this node: FRC may use it.
+        [this](const replica_handle& r) {
+          spec_.replica = r.executor;
+          frc_enabled_ = spec_.cfg.redundancy == redundancy_mode::eager;
+        },
     };
   }
 

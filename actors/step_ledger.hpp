@@ -35,6 +35,8 @@ public:
   void owner_lost(int stage);
   // A stage no longer has a shadow to wait for.
   void shadow_lost(int stage) { needs_sync_[stage] = false; }
+  // A shadow added during the step: its owner's update must reach it too.
+  void expect_sync(int stage) { needs_sync_[stage] = true; }
 
   bool complete() const;
   const std::vector<schema::step_report>& reports() const { return reports_; }

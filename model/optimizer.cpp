@@ -98,3 +98,17 @@ void adamw::step(std::int64_t k, double clip_coef) {
 }
 
 } // namespace bamboo
+
+namespace bamboo {
+
+void adamw::copy_state_from(const adamw& other) {
+  at::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size() && i < other.params_.size(); ++i) {
+    params_[i].tensor.copy_(other.params_[i].tensor);
+    m_[i].copy_(other.m_[i]);
+    v_[i].copy_(other.v_[i]);
+  }
+  t_ = other.t_;
+}
+
+} // namespace bamboo

@@ -30,6 +30,9 @@ public:
   void zero_grad();
 
   std::int64_t steps_taken() const { return t_; }
+  // Makes this optimizer's parameters, moments and step counter equal to
+  // another's of the same layers (a new shadow replica starts this way).
+  void copy_state_from(const adamw& other);
   const std::vector<named_tensor>& params() const { return params_; }
   const std::vector<at::Tensor>& exp_avg() const { return m_; }
   const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }

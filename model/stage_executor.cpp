@@ -124,6 +124,12 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
   pending_[j] = std::move(f);
 }
 
+std::shared_ptr<stage_executor> stage_executor::clone() const {
+  auto copy = std::make_shared<stage_executor>(cfg_, stage_, range_, corpus_);
+  copy->opt_->copy_state_from(*opt_);
+  return copy;
+}
+
 void stage_executor::promote(std::int64_t k) {
   begin_step(k);
   for (const auto& [j, f] : pending_)

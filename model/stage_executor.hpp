@@ -80,6 +80,8 @@ public:
   const step_progress& progress() const { return progress_; }
   // Marks promotion: FRC'd forwards of step k count as inherited.
   void promote(std::int64_t k);
+  // A new replica of this stage with this stage's exact state (between steps).
+  std::shared_ptr<stage_executor> clone() const;
 
   // Parameters named by global layer path ("layers.3.attn.qkv.weight").
   const std::vector<named_tensor>& parameters() const { return opt_->params(); }

@@ -396,6 +396,9 @@ private:
       return;
     }
     ++steps_;
+    if (o_.policy == policy_kind::bamboo)  // as the manager does at a step boundary
+      for (auto [coord, node] : plan_reshadow(plan_))
+        plan_.shadow[coord] = node;
     const double interval_s = (ms - prev_step_ms_) / 1e3;
     last_perf_ = interval_s > 0 ? o_.prof.samples_per_step / interval_s : 0;
     perf_.add(ms / ms_per_hour, last_perf_);

@@ -3,6 +3,7 @@
 // run ends with the very bits of the fault-free run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 #include "actors/embedded_cluster.hpp"
@@ -212,4 +213,28 @@ TEST_CASE("over Gloo sockets a failover aborts the group and changes no bit", "[
   // The group of generation 1 is aborted, not waited on: the step completes in
   // well under Gloo's own timeout.
   CHECK(r->failovers[0].latency_s < 5.0);
+}
+
+TEST_CASE("neighbours lost in different steps are covered by a new shadow", "[actors]") {
+  for (auto mode : {redundancy_mode::lazy, redundancy_mode::eager}) {
+    INFO(to_string(mode));
+    auto cfg = failover_config(mode);
+    cfg.steps = 5;
+    auto ref = run(cfg);
+    // Node 1 dies in step 1; stage 2 gets a new shadow on node 0 at the step
+    // boundary; node 2 dies in step 3 and node 0 takes stage 2 over as well.
+    auto got = run(cfg, {{1, 1, 2}, {2, 3, 4}});
+    REQUIRE(got.failovers.size() == 2);
+    CHECK(got.failovers[1].heir == 0);
+    CHECK(same_bits(ref, got));
+    // Every shadow still alive equals its owner bit for bit.
+    REQUIRE_FALSE(got.shadow_state.empty());
+    for (const auto& sh : got.shadow_state) {
+      auto it = std::find_if(got.parameters.begin(), got.parameters.end(),
+                             [&](const param_blob& b) { return b.name == sh.name; });
+      REQUIRE(it != got.parameters.end());
+      INFO(sh.name);
+      CHECK(std::memcmp(it->values.data(), sh.values.data(), 4 * sh.values.size()) == 0);
+    }
+  }
 }

@@ -139,3 +139,18 @@ TEST_CASE("the heartbeat tracker names nodes silent for too long", "[actors]") {
   t.forget(1);
   CHECK(t.expired(t0 + ms(450), ms(200)).empty());
 }
+
+TEST_CASE("after a failover, unprotected stages get shadows on their predecessor's node",
+          "[actors]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  auto d = plan_failover(p, 1);  // node 0 now runs stages 0 and 1
+  REQUIRE(d.fatal.empty());
+  // Stage 1's predecessor runs on node 0 too: no point. Stage 2's replica died
+  // with node 1: it goes to node 0, which runs stage 1.
+  auto todo = plan_reshadow(d.plan);
+  CHECK(todo == std::vector<std::pair<int, int>>{{2, 0}});
+  d.plan.shadow[2] = 0;
+  // Now node 2 may die too, in a later step: covered.
+  CHECK(plan_failover(d.plan, 2).fatal.empty());
+  CHECK(plan_reshadow(cluster_plan::initial(4, redundancy_mode::off)).empty());
+}
