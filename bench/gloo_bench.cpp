@@ -10,20 +10,17 @@
 #include <cstdio>
 #include <thread>
 
+#include "bench/bench_util.hpp"
 #include "transport/gloo_transport.hpp"
 
 using namespace bamboo;
+using bench::median;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
 constexpr int rounds = 15;
 constexpr std::int64_t floats = 4 << 20; // 16 MiB
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo> bare_group(std::uint16_t port, int rank) {
   c10d::TCPStoreOptions so;

@@ -14,21 +14,18 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
+#include "bench/bench_util.hpp"
 #include "model/model.hpp"
 #include "transport/log.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 using namespace bamboo;
+using bench::median;
 
 namespace {
 
 constexpr int warmup_steps = 2;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 train_config bench_config(int stages) {
   train_config c;

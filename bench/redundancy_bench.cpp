@@ -8,18 +8,15 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
+#include "bench/bench_util.hpp"
 #include "transport/log.hpp"
 
 using namespace bamboo;
+using bench::median;
 
 namespace {
 
 constexpr int warmup_steps = 2;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 train_config bench_config(redundancy_mode mode) {
   train_config c;

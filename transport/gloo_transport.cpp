@@ -118,7 +118,7 @@ transport_status gloo_transport::send(int dst, std::uint64_t tag, const at::Tens
   std::string why;
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
-  if (dst < 0 || dst >= size() || dst == rank() || !t.defined())
+  if (!valid_peer(dst) || !t.defined())
     return {transport_errc::invalid, "send to rank " + std::to_string(dst)};
   impl_->reap();
   try {
@@ -137,7 +137,7 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
   std::string why;
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
-  if (src < 0 || src >= size() || src == rank() || !out.defined())
+  if (!valid_peer(src) || !out.defined())
     return {transport_errc::invalid, "recv from rank " + std::to_string(src) +
                                          " needs a tensor of the right shape"};
   impl_->reap();

@@ -67,7 +67,7 @@ std::uint64_t local_transport::generation() const {
 }
 
 transport_status local_transport::send(int dst, std::uint64_t tag, const at::Tensor& t) {
-  if (dst < 0 || dst >= hub_->size() || dst == rank_ || !t.defined())
+  if (!valid_peer(dst) || !t.defined())
     return {transport_errc::invalid, "send to rank " + std::to_string(dst)};
   auto& st = *hub_->impl_;
   {
@@ -84,7 +84,7 @@ transport_status local_transport::send(int dst, std::uint64_t tag, const at::Ten
 
 transport_status local_transport::recv(int src, std::uint64_t tag, at::Tensor& out,
                                        std::chrono::milliseconds timeout) {
-  if (src < 0 || src >= hub_->size() || src == rank_)
+  if (!valid_peer(src))
     return {transport_errc::invalid, "recv from rank " + std::to_string(src)};
   auto& st = *hub_->impl_;
   const local_hub::impl::key k{rank_, src, tag};

@@ -177,7 +177,7 @@ transport_status nccl_transport::send(int dst, std::uint64_t, const at::Tensor& 
   std::string why;
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
-  if (dst < 0 || dst >= size() || dst == rank() || !t.defined())
+  if (!valid_peer(dst) || !t.defined())
     return {transport_errc::invalid, "send to rank " + std::to_string(dst)};
   // NCCL matches sends and receives by order per peer, not by tag: the
   // schedule issues them in the same order on both sides.
@@ -203,7 +203,7 @@ transport_status nccl_transport::recv(int src, std::uint64_t, at::Tensor& out,
   std::string why;
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
-  if (src < 0 || src >= size() || src == rank() || !out.defined())
+  if (!valid_peer(src) || !out.defined())
     return {transport_errc::invalid, "recv from rank " + std::to_string(src) +
                                          " needs a tensor of the right shape"};
   auto c = out.is_contiguous() ? out : out.contiguous();

@@ -62,6 +62,10 @@ public:
        std::chrono::milliseconds timeout = default_recv_timeout) = 0;
   // Ends the group: every pending and future call fails with `aborted`.
   virtual void abort(const std::string& reason) = 0;
+
+protected:
+  // True when `peer` is another rank of this group; every backend checks so.
+  bool valid_peer(int peer) const { return peer >= 0 && peer < size() && peer != rank(); }
 };
 
 } // namespace bamboo
