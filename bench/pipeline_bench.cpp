@@ -39,6 +39,8 @@ train_config bench_config(int stages) {
   c.global_batch = 32;
   c.steps = 10;
   c.threads = 1;
+  // Pipeline efficiency alone; bamboo-bench-redundancy measures what shadows cost.
+  c.redundancy = redundancy_mode::off;
   return c;
 }
 
