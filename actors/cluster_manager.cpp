@@ -228,15 +228,15 @@ private:
     for (auto [stage, node] : plan_reshadow(plan_)) {
       auto owner = owner_actor_[stage];
       self_->request(owner, std::chrono::seconds(60), clone_atom::value)
-        .then(
-          [this, owner, stage = stage, node = node](replica_handle& r) {
-            if (owner_actor_[stage] == owner && !shadow_actor_[stage])
-              add_shadow(stage, node, std::move(r));
-          },
-          [this](caf::error& err) {
-            // The owner died meanwhile: its down message handles the loss.
-            logger_->warn("no clone for a new shadow: {}", describe(err));
-          });
+          .then(
+              [this, owner, stage = stage, node = node](replica_handle& r) {
+                if (owner_actor_[stage] == owner && !shadow_actor_[stage])
+                  add_shadow(stage, node, std::move(r));
+              },
+              [this](caf::error& err) {
+                // The owner died meanwhile: its down message handles the loss.
+                logger_->warn("no clone for a new shadow: {}", describe(err));
+              });
     }
   }
 

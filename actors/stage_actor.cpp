@@ -53,8 +53,8 @@ struct stage_state {
     stage_ = spec_.executor->stage();
     ops_ = make_schedule(stage_, spec_.cfg.stages, spec_.cfg.micro_batches(),
                          spec_.cfg.redundancy);
-    frc_enabled_ = spec_.replica != nullptr &&
-                   spec_.cfg.redundancy == redundancy_mode::eager;
+    frc_enabled_ =
+        spec_.replica != nullptr && spec_.cfg.redundancy == redundancy_mode::eager;
     self_->set_default_handler(caf::print_and_drop);
   }
 

@@ -34,7 +34,7 @@ struct stage_actor_spec {
   train_config cfg;
   int node = 0;
   std::shared_ptr<stage_executor> executor;
-  std::shared_ptr<stage_executor> replica;     // active: the node's shadow, for FRC
+  std::shared_ptr<stage_executor> replica;        // active: the node's shadow, for FRC
   std::shared_ptr<transport_registry> transports; // each generation's groups
   std::shared_ptr<preemption_injector> injector;
   std::shared_ptr<node_group> group;

@@ -396,7 +396,7 @@ private:
       return;
     }
     ++steps_;
-    if (o_.policy == policy_kind::bamboo)  // as the manager does at a step boundary
+    if (o_.policy == policy_kind::bamboo) // as the manager does at a step boundary
       for (auto [coord, node] : plan_reshadow(plan_))
         plan_.shadow[coord] = node;
     const double interval_s = (ms - prev_step_ms_) / 1e3;

@@ -52,8 +52,8 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   std::string transport = "local";
   app.add_option("--transport", transport,
                  "local (in-process hand-off) or gloo (c10d Gloo over 127.0.0.1)")
-    ->check(CLI::IsMember({"local", "gloo"}))
-    ->capture_default_str();
+      ->check(CLI::IsMember({"local", "gloo"}))
+      ->capture_default_str();
   std::vector<std::string> preempt;
   app.add_option(
       "--preempt", preempt,

@@ -199,7 +199,8 @@ TEST_CASE("heartbeats keep their period while a stage runs a long backward pass"
   }
 }
 
-TEST_CASE("over Gloo sockets a failover aborts the group and changes no bit", "[actors]") {
+TEST_CASE("over Gloo sockets a failover aborts the group and changes no bit",
+          "[actors]") {
   auto cfg = failover_config(redundancy_mode::lazy);
   auto ref = run(cfg);
   run_options o;

@@ -143,7 +143,7 @@ TEST_CASE("the heartbeat tracker names nodes silent for too long", "[actors]") {
 TEST_CASE("after a failover, unprotected stages get shadows on their predecessor's node",
           "[actors]") {
   auto p = cluster_plan::initial(4, redundancy_mode::lazy);
-  auto d = plan_failover(p, 1);  // node 0 now runs stages 0 and 1
+  auto d = plan_failover(p, 1); // node 0 now runs stages 0 and 1
   REQUIRE(d.fatal.empty());
   // Stage 1's predecessor runs on node 0 too: no point. Stage 2's replica died
   // with node 1: it goes to node 0, which runs stage 1.
