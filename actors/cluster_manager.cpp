@@ -145,11 +145,7 @@ private:
     step_start_ = clock_type::now();
     reshadow();
     for (const auto& a : distinct_owners())
-      for (int s = 0; s < spec_.cfg.stages; ++s)
-        if (owner_actor_[s] == a) {
-          self_->send(a, run_step_atom::value, plan_.generation, step_);
-          break;
-        }
+      self_->send(a, run_step_atom::value, plan_.generation, step_);
   }
 
   std::vector<caf::actor> distinct_owners() const {
