@@ -30,7 +30,10 @@ struct step_record {
   std::uint64_t generation = 0;
   double lr = 0;
   double grad_norm = 0;
-  std::string event; // "", "failover" (a node was lost in this step), "degraded"
+  // "" (nothing), "preempted+failover" (a node was preempted and its stage moved),
+  // "failover" (lost otherwise: missed heartbeats, a crash), "degraded" (a stage
+  // still has no shadow).
+  std::string event;
   std::vector<schema::step_report> work; // each stage's report, by stage
 };
 

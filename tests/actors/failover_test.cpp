@@ -74,7 +74,7 @@ void sweep(redundancy_mode mode) {
       CHECK(got.failovers[0].node == node);
       CHECK(same_bits(ref, got));
       const auto& step = got.steps.at(k);
-      CHECK(step.event == "failover");
+      CHECK(step.event == "preempted+failover");
       CHECK(step.generation == 2);
       const int pred = (node + cfg.stages - 1) % cfg.stages;
       for (int s = 0; s < cfg.stages; ++s) {
