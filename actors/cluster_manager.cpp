@@ -192,8 +192,8 @@ private:
       // Every event of the step, '+'-joined: "preempted" when a node was
       // preempted (killed or noticed), "failover" when its stage moved.
       const bool preempted =
-        std::any_of(open_failovers_.begin(), open_failovers_.end(),
-                    [](const failover_record& f) { return f.cause == "preempted"; });
+          std::any_of(open_failovers_.begin(), open_failovers_.end(),
+                      [](const failover_record& f) { return f.cause == "preempted"; });
       rec.event = preempted ? "preempted+failover" : "failover";
       for (auto& f : open_failovers_) {
         f.latency_s = seconds_between(f_kill_time_[f.node], now);

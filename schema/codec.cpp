@@ -80,6 +80,20 @@ struct writer {
     r.setFrc(x.frc);
     r.setInherited(x.inherited);
   }
+  void operator()(const challenge_request& x) {
+    b.initChallengeRequest().setNode(x.node);
+  }
+  void operator()(const join_challenge& x) {
+    b.initChallenge().setNonce(bytes_of(x.nonce));
+  }
+  void operator()(const join_accept& x) {
+    auto a = b.initAccept();
+    a.setNode(x.node);
+    a.setGeneration(x.generation);
+    a.setStorePort(x.store_port);
+  }
+  void operator()(const join_refused& x) { b.initRefused().setReason(x.reason); }
+  void operator()(const frame_rejected& x) { b.initRejected().setReason(x.reason); }
   void operator()(const commit& x) {
     auto c = b.initCommit();
     c.setGeneration(x.generation);
@@ -131,6 +145,19 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     auto c = b.getCommit();
     return commit{c.getGeneration(), c.getStep(), c.getClipCoef()};
   }
+  case wire::Frame::Body::CHALLENGE_REQUEST:
+    return challenge_request{b.getChallengeRequest().getNode()};
+  case wire::Frame::Body::CHALLENGE: {
+    auto n = b.getChallenge().getNonce();
+    return join_challenge{std::vector<std::uint8_t>(n.begin(), n.end())};
+  }
+  case wire::Frame::Body::ACCEPT: {
+    auto a = b.getAccept();
+    return join_accept{a.getNode(), a.getGeneration(), a.getStorePort()};
+  }
+  case wire::Frame::Body::REFUSED: return join_refused{b.getRefused().getReason().cStr()};
+  case wire::Frame::Body::REJECTED:
+    return frame_rejected{b.getRejected().getReason().cStr()};
   }
   err = codec_errc::unknown_body;
   return {};

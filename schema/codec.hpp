@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 0;
+inline constexpr std::uint16_t minor_version = 1;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -73,8 +73,31 @@ struct commit {
   double clip_coef = 1.0;
 };
 
-using frame =
-    std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit>;
+struct challenge_request {
+  std::uint32_t node = 0xffffffffu;
+};
+
+struct join_challenge {
+  std::vector<std::uint8_t> nonce;
+};
+
+struct join_accept {
+  std::uint32_t node = 0;
+  std::uint64_t generation = 0;
+  std::uint16_t store_port = 0;
+};
+
+struct join_refused {
+  std::string reason;
+};
+
+struct frame_rejected {
+  std::string reason;
+};
+
+using frame = std::variant<heartbeat, preemption_notice, join_request, plan, step_report,
+                           commit, challenge_request, join_challenge, join_accept,
+                           join_refused, frame_rejected>;
 
 enum class codec_errc {
   none,

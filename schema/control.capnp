@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 0;
+const minorVersion :UInt16 = 1;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -64,6 +64,31 @@ struct Commit {
   clipCoef @2 :Float64;
 }
 
+# Joining (1.1): the manager answers a challenge request with a nonce; the
+# join request proves the cluster token as HMAC-SHA256(token, nonce).
+struct ChallengeRequest {
+  node @0 :UInt32;   # the id the worker asks for (its --node), or 0xffffffff
+}
+
+struct JoinChallenge {
+  nonce @0 :Data;
+}
+
+struct JoinAccept {
+  node @0 :UInt32;
+  generation @1 :UInt64;
+  storePort @2 :UInt16;   # the rendezvous store of the tensor transport
+}
+
+struct JoinRefused {
+  reason @0 :Text;
+}
+
+# Sent back when a frame cannot be used (bad size, version, bytes).
+struct FrameRejected {
+  reason @0 :Text;
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -74,5 +99,10 @@ struct Frame {
     plan @5 :Plan;
     stepReport @6 :StepReport;
     commit @7 :Commit;
+    challengeRequest @8 :ChallengeRequest;
+    challenge @9 :JoinChallenge;
+    accept @10 :JoinAccept;
+    refused @11 :JoinRefused;
+    rejected @12 :FrameRejected;
   }
 }

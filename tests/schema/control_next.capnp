@@ -1,5 +1,5 @@
 @0x91bfb32c5e71465f;
-# TEST ONLY: control.capnp as a future minor version (1.1) would write it, to
+# TEST ONLY: control.capnp as a future minor version (1.2) would write it, to
 # check that readers of either version understand each other.
 # bamboo control frames. Fields are only ever added, never renumbered or removed;
 # a reader of minor version n reads frames of any minor version of the same major.
@@ -7,17 +7,17 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 1;
+const minorVersion :UInt16 = 2;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
-  load @4 :Float32;      # added in 1.1
+  load @4 :Float32;      # added in 1.2
 }
 
-struct DrainNotice {     # added in 1.1
+struct DrainNotice {     # added in 1.2
   node @0 :UInt32;
 }
 
@@ -71,6 +71,31 @@ struct Commit {
   clipCoef @2 :Float64;
 }
 
+# Joining (1.1): the manager answers a challenge request with a nonce; the
+# join request proves the cluster token as HMAC-SHA256(token, nonce).
+struct ChallengeRequest {
+  node @0 :UInt32;   # the id the worker asks for (its --node), or 0xffffffff
+}
+
+struct JoinChallenge {
+  nonce @0 :Data;
+}
+
+struct JoinAccept {
+  node @0 :UInt32;
+  generation @1 :UInt64;
+  storePort @2 :UInt16;   # the rendezvous store of the tensor transport
+}
+
+struct JoinRefused {
+  reason @0 :Text;
+}
+
+# Sent back when a frame cannot be used (bad size, version, bytes).
+struct FrameRejected {
+  reason @0 :Text;
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -81,6 +106,11 @@ struct Frame {
     plan @5 :Plan;
     stepReport @6 :StepReport;
     commit @7 :Commit;
-    drain @8 :DrainNotice;  # added in 1.1
+    challengeRequest @8 :ChallengeRequest;
+    challenge @9 :JoinChallenge;
+    accept @10 :JoinAccept;
+    refused @11 :JoinRefused;
+    rejected @12 :FrameRejected;
+    drain @13 :DrainNotice;  # added in 1.2
   }
 }

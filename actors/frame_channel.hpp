@@ -1,0 +1,41 @@
+// Control frames between processes: every message that crosses a process
+// boundary is a Cap'n Proto frame from schema/, carried by CAF as opaque bytes
+// and decoded here, in one place. A frame that is too large, of an unknown
+// major version, or not decodable is logged and answered with frame_rejected;
+// the receiver goes on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "schema/codec.hpp"
+
+namespace bamboo {
+
+struct wire_frame {
+  std::vector<std::uint8_t> bytes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
+  return f(caf::meta::type_name("wire_frame"), x.bytes);
+}
+
+inline wire_frame to_wire(const schema::frame& f) {
+  return {schema::encode(f)};
+}
+
+// Decodes the frame the current message carries; on failure logs the reason
+// and the sender and returns nullopt (the caller may answer with frame_rejected,
+// once per peer, so that two incompatible peers never bounce rejections).
+std::optional<schema::frame> open_frame(caf::local_actor* self, const wire_frame& w,
+                                        std::size_t limit, const char* component,
+                                        std::string* why = nullptr);
+
+void register_frames(caf::actor_system_config& cfg);
+
+} // namespace bamboo

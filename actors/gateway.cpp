@@ -1,0 +1,158 @@
+#include "actors/gateway.hpp"
+
+#include <map>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "actors/auth.hpp"
+#include "actors/failure_detector.hpp"
+#include "actors/frame_channel.hpp"
+#include "actors/messages.hpp"
+#include "transport/log.hpp"
+
+namespace bamboo {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct gateway_state {
+  static inline const char* name = "bamboo.gateway";
+
+  explicit gateway_state(caf::event_based_actor* self) : self_(self) {}
+
+  caf::behavior make_behavior(gateway_spec spec) {
+    spec_ = std::move(spec);
+    logger_ = log::get("bamboo.manager");
+    self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
+    return {
+        [this](const wire_frame& w) { on_frame(w); },
+        [this](tick_atom) { on_tick(); },
+    };
+  }
+
+private:
+  using peer = caf::strong_actor_ptr;
+
+  void reply(const schema::frame& f) {
+    self_->send(caf::actor_cast<caf::actor>(self_->current_sender()), to_wire(f));
+  }
+
+  void on_frame(const wire_frame& w) {
+    std::string why;
+    auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.manager", &why);
+    if (!f) {
+      if (told_.insert(self_->current_sender()).second)
+        reply(schema::frame_rejected{why});
+      return;
+    }
+    std::visit([this](const auto& x) { handle(x); }, *f);
+  }
+
+  void handle(const schema::challenge_request& r) {
+    auto nonce = make_nonce();
+    pending_[self_->current_sender()] = {nonce, r.node};
+    reply(schema::join_challenge{nonce});
+  }
+
+  void handle(const schema::join_request& j) {
+    auto sender = self_->current_sender();
+    auto it = pending_.find(sender);
+    if (it == pending_.end()) {
+      logger_->warn("refused a join from {}: no challenge was asked for",
+                    caf::to_string(sender));
+      reply(schema::join_refused{"ask for a challenge first"});
+      return;
+    }
+    const auto nonce = it->second.first;
+    pending_.erase(it);
+    if (!check_proof(spec_.token, nonce, j.proof)) {
+      logger_->warn("refused a join from {}: wrong cluster token",
+                    caf::to_string(sender));
+      reply(schema::join_refused{"wrong cluster token"});
+      return;
+    }
+    const int node = next_node_++; // a node that comes back is a new node
+    members_[sender] = node;
+    self_->monitor(caf::actor_cast<caf::actor>(sender));
+    tracker_.watch(node, clock_type::now());
+    logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
+    reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port});
+  }
+
+  void handle(const schema::heartbeat& hb) {
+    auto it = members_.find(self_->current_sender());
+    if (it == members_.end() || it->second != static_cast<int>(hb.node)) {
+      // A fenced (or never joined) sender: it must join again as a new node.
+      if (told_.insert(self_->current_sender()).second) {
+        logger_->warn("dropped a heartbeat from fenced node {}", hb.node);
+        reply(schema::join_refused{"node " + std::to_string(hb.node) +
+                                   " was declared lost: join again as a new node"});
+      }
+      return;
+    }
+    tracker_.seen(it->second, clock_type::now());
+  }
+
+  void handle(const schema::preemption_notice& p) {
+    auto it = members_.find(self_->current_sender());
+    if (it != members_.end())
+      logger_->info("node {} has a preemption notice, deadline in {} ms", it->second,
+                    p.deadline_ms);
+  }
+
+  template <class T>
+  void handle(const T&) {
+    logger_->warn("dropped a frame of a kind the gateway does not take from {}",
+                  caf::to_string(self_->current_sender()));
+  }
+
+  void lose(const peer& p, const std::string& cause) {
+    auto it = members_.find(p);
+    if (it == members_.end())
+      return;
+    logger_->warn("node {} lost: {}", it->second, cause);
+    tracker_.forget(it->second);
+    members_.erase(it);
+  }
+
+  void on_down(const caf::down_msg& dm) {
+    lose(caf::actor_cast<peer>(dm.source),
+         "connection lost (" + caf::to_string(dm.reason) + ")");
+  }
+
+  void on_tick() {
+    const auto timeout = spec_.heartbeat_period * spec_.heartbeat_misses;
+    for (int node : tracker_.expired(clock_type::now(), timeout))
+      for (auto& [p, n] : members_)
+        if (n == node) {
+          auto victim = p;
+          lose(victim, "missed heartbeats");
+          break;
+        }
+    self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
+  }
+
+  caf::event_based_actor* self_;
+  gateway_spec spec_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::map<peer, std::pair<std::vector<std::uint8_t>, std::uint32_t>> pending_;
+  std::map<peer, int> members_;
+  std::set<peer> told_;
+  heartbeat_tracker tracker_;
+  int next_node_ = 0;
+};
+
+caf::behavior gateway_actor(caf::stateful_actor<gateway_state>* self, gateway_spec spec) {
+  return self->state.make_behavior(std::move(spec));
+}
+
+} // namespace
+
+caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec) {
+  return sys.spawn(gateway_actor, std::move(spec));
+}
+
+} // namespace bamboo

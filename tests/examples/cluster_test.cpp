@@ -1,0 +1,186 @@
+// Real processes on 127.0.0.1: bamboo-manager and bamboo-worker, killed with real
+// signals. Every process is killed and reaped by the test that started it.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+// A child process whose stdout and stderr go to a log file.
+class child {
+public:
+  child(const std::string& name, std::vector<std::string> args, const std::string& token)
+      : log_("/tmp/bamboo_cluster_" + name + "_" + std::to_string(getpid()) + "_" +
+             std::to_string(counter()++) + ".log") {
+    std::remove(log_.c_str());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* f = std::fopen(log_.c_str(), "w");
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+      setenv("BAMBOO_TOKEN", token.c_str(), 1);
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~child() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  std::string log() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  // Waits until the log matches `re`; returns the match or "" on timeout.
+  std::string wait_for(const std::string& re,
+                       std::chrono::milliseconds timeout = 10s) const {
+    const std::regex pattern(re);
+    const auto deadline = clock_type::now() + timeout;
+    while (clock_type::now() < deadline) {
+      std::smatch m;
+      auto text = log();
+      if (std::regex_search(text, m, pattern))
+        return m.str(m.size() > 1 ? 1 : 0);
+      std::this_thread::sleep_for(10ms);
+    }
+    return "";
+  }
+  // Exit status, waiting at most `timeout` (-1 if still running).
+  int wait_exit(std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = clock_type::now() + timeout;
+    while (clock_type::now() < deadline) {
+      int st = 0;
+      if (waitpid(pid_, &st, WNOHANG) == pid_) {
+        reaped_ = true;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+private:
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  std::string log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+struct cluster {
+  child manager;
+  std::string port;
+  explicit cluster(int heartbeat_ms = 100, int misses = 3)
+      : manager("manager",
+                {BAMBOO_MANAGER_BIN, "--heartbeat-ms", std::to_string(heartbeat_ms),
+                 "--heartbeat-misses", std::to_string(misses)},
+                "s3cret") {
+    port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))");
+    REQUIRE_FALSE(port.empty());
+  }
+  child worker(const std::string& name, const std::string& token = "s3cret") {
+    return child(
+        name,
+        {BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port, "--heartbeat-ms", "100"},
+        token);
+  }
+};
+
+} // namespace
+
+TEST_CASE("a worker with the token joins; kill -9 is noticed in well under a second",
+          "[examples]") {
+  cluster c;
+  auto w = c.worker("w0");
+  REQUIRE(w.wait_for(R"(joined as node (\d+))") == "0");
+  REQUIRE_FALSE(c.manager.wait_for(R"(node 0 joined)").empty());
+  const auto killed = clock_type::now();
+  kill(w.pid(), SIGKILL);
+  REQUIRE_FALSE(c.manager.wait_for(R"(node 0 lost: connection lost)", 5s).empty());
+  const auto noticed = clock_type::now() - killed;
+  INFO("noticed after " << std::chrono::duration<double>(noticed).count() << " s");
+  CHECK(noticed < 1s);
+  CHECK(w.wait_exit() == 128 + SIGKILL);
+}
+
+TEST_CASE("a join with the wrong token is refused on both sides", "[examples]") {
+  cluster c;
+  auto w = c.worker("wrong", "not-the-token");
+  CHECK(w.wait_exit() == 2);
+  CHECK(w.log().find("refused: wrong cluster token") != std::string::npos);
+  CHECK_FALSE(
+      c.manager.wait_for(R"(refused a join from .*: wrong cluster token)").empty());
+  CHECK(c.manager.log().find("joined") == std::string::npos);
+}
+
+TEST_CASE("a stopped worker is declared lost, fenced, and comes back as a new node",
+          "[examples]") {
+  cluster c(100, 3);
+  auto w = c.worker("stopped");
+  REQUIRE(w.wait_for(R"(joined as node (\d+))") == "0");
+  const auto stopped = clock_type::now();
+  kill(w.pid(), SIGSTOP);
+  REQUIRE_FALSE(c.manager.wait_for(R"(node 0 lost: missed heartbeats)", 5s).empty());
+  const auto declared = clock_type::now() - stopped;
+  INFO("declared lost after " << std::chrono::duration<double>(declared).count() << " s");
+  // period x misses + one period, with room for a loaded machine.
+  CHECK(declared < 100ms * 3 + 100ms + 300ms);
+  kill(w.pid(), SIGCONT);
+  CHECK_FALSE(c.manager.wait_for(R"(dropped a heartbeat from fenced node 0)").empty());
+  CHECK(w.wait_for(R"(joined again as node (\d+))") == "1");
+  CHECK_FALSE(c.manager.wait_for(R"(node 1 joined)").empty());
+  kill(w.pid(), SIGTERM); // a preemption notice: the worker says so and leaves
+  CHECK(w.wait_exit() == 0);
+  CHECK_FALSE(c.manager.wait_for(R"(node 1 has a preemption notice)").empty());
+}
+
+TEST_CASE("random and truncated bytes at the manager's port do not hurt it",
+          "[examples]") {
+  cluster c;
+  std::mt19937 gen(7);
+  for (int n : {0, 1, 7, 64, 4096, 100000}) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(c.port)));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    std::vector<char> junk(n);
+    for (auto& b : junk)
+      b = static_cast<char>(gen());
+    if (n > 0)
+      CHECK(send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) >= 0);
+    close(fd);
+  }
+  std::this_thread::sleep_for(200ms);
+  CHECK(kill(c.manager.pid(), 0) == 0); // still running
+  auto w = c.worker("after_junk");
+  CHECK(w.wait_for(R"(joined as node (\d+))") == "0");
+}
