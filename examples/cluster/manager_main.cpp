@@ -16,17 +16,11 @@
 #include "actors/frame_channel.hpp"
 #include "actors/gateway.hpp"
 #include "actors/messages.hpp"
+#include "examples/cluster/process.hpp"
 #include "transport/gloo_transport.hpp"
 #include "transport/log.hpp"
 
 using namespace bamboo;
-
-namespace {
-volatile std::sig_atomic_t stop_signal = 0;
-extern "C" void on_stop_signal(int sig) {
-  stop_signal = sig;
-}
-} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"bamboo-manager: admits and watches bamboo workers"};
@@ -55,22 +49,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   log::set_level(log_level);
-  std::string error;
-  auto token = load_token(token_file, error);
-  if (!token) {
-    std::cerr << "bamboo-manager: error: " << error << "\n";
+  auto token = process::token_or_complain("bamboo-manager", token_file);
+  if (!token)
     return 2;
-  }
-  // A handler, not sigwait: threads started before main (by libraries) would
-  // otherwise take the signal with its default action.
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  process::install_stop_handlers();
 
   caf::actor_system_config cfg;
-  cfg.load<caf::io::middleman>();
-  register_errors(cfg);
-  register_messages(cfg);
-  register_frames(cfg);
+  process::configure(cfg);
   caf::actor_system sys{cfg};
   gloo_store_server store(0, bind);
   gateway_spec spec;
@@ -91,10 +76,9 @@ int main(int argc, char** argv) {
   std::printf("bamboo-manager: listening on %s:%u (store %u)\n", bind.c_str(), *bound,
               store.port());
   std::fflush(stdout);
-  while (stop_signal == 0)
+  while (process::stop_signal() == 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  log::get("bamboo.manager")
-      ->info("stopping on signal {}", static_cast<int>(stop_signal));
+  log::get("bamboo.manager")->info("stopping on signal {}", process::stop_signal());
   caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
   return 0;
 }

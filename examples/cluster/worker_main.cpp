@@ -15,16 +15,10 @@
 #include "actors/errors.hpp"
 #include "actors/frame_channel.hpp"
 #include "actors/messages.hpp"
+#include "examples/cluster/process.hpp"
 #include "transport/log.hpp"
 
 using namespace bamboo;
-
-namespace {
-volatile std::sig_atomic_t stop_signal = 0;
-extern "C" void on_stop_signal(int sig) {
-  stop_signal = sig;
-}
-} // namespace
 
 namespace {
 
@@ -102,22 +96,13 @@ int main(int argc, char** argv) {
               << "' is not host:port\n";
     return 2;
   }
-  std::string error;
-  auto token = load_token(token_file, error);
-  if (!token) {
-    std::cerr << "bamboo-worker: error: " << error << "\n";
+  auto token = process::token_or_complain("bamboo-worker", token_file);
+  if (!token)
     return 2;
-  }
-  // A handler, not sigwait: threads started before main (by libraries) would
-  // otherwise take the signal with its default action.
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  process::install_stop_handlers();
 
   caf::actor_system_config cfg;
-  cfg.load<caf::io::middleman>();
-  register_errors(cfg);
-  register_messages(cfg);
-  register_frames(cfg);
+  process::configure(cfg);
   caf::actor_system sys{cfg};
   auto logger = log::get("bamboo.worker");
   auto manager = sys.middleman().remote_actor(
@@ -128,6 +113,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   caf::scoped_actor self{sys};
+  std::string error;
   int node = join(self, *manager, *token, zone, error);
   if (node < 0) {
     std::cerr << "bamboo-worker: refused: " << error << "\n";
@@ -138,7 +124,7 @@ int main(int argc, char** argv) {
 
   // Heartbeats from this thread's actor until a signal ends the loop.
   const auto period = std::chrono::milliseconds(heartbeat_ms);
-  while (stop_signal == 0) {
+  while (process::stop_signal() == 0) {
     self->send(*manager,
                to_wire(schema::heartbeat{static_cast<std::uint32_t>(node), 0, 0, 0}));
     bool fenced = false;
@@ -162,7 +148,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (stop_signal == SIGTERM) {
+  if (process::stop_signal() == SIGTERM) {
     self->send(*manager, to_wire(schema::preemption_notice{
                              static_cast<std::uint32_t>(node), deadline_ms}));
     logger->info("node {}: preemption notice, leaving", node);

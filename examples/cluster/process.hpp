@@ -1,0 +1,26 @@
+// What bamboo-manager and bamboo-worker set up alike: stop signals, the
+// cluster token, and an actor system with CAF's network layer.
+#pragma once
+
+#include <csignal>
+#include <optional>
+#include <string>
+
+#include <caf/actor_system_config.hpp>
+
+namespace bamboo::process {
+
+// SIGINT and SIGTERM set a flag instead of ending the process. A handler, not
+// sigwait: threads that libraries start before main would otherwise take the
+// signal with its default action.
+void install_stop_handlers();
+int stop_signal(); // 0 while none arrived
+
+// The cluster token, or nullopt after printing "<program>: error: ...".
+std::optional<std::string> token_or_complain(const char* program,
+                                             const std::string& file);
+
+// Middleman loaded, bamboo's errors, messages and frames registered.
+void configure(caf::actor_system_config& cfg);
+
+} // namespace bamboo::process
