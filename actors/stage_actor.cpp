@@ -92,7 +92,6 @@ struct stage_state {
               "node {}: promoting the shadow of stage {} in step {} (generation {})",
               spec_.node, stage_, o.step, o.generation);
           self_->become(active());
-          promoted_ = true;
           if (spec_.executor->updates() > o.step) {
             // The owner's update of this step reached us before it died.
             self_->send(supervisor_, committed_atom::value, o.generation, o.step, stage_);
@@ -280,7 +279,6 @@ private:
   std::uint64_t gen_ = 1;
   bool thread_ready_ = false;
   bool frc_enabled_ = false;
-  bool promoted_ = false;
   schema::step_report last_;
 };
 

@@ -40,14 +40,8 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-misses", misses, "missed heartbeats before a node is lost")
       ->check(CLI::PositiveNumber);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "bamboo-manager: error: " << e.what() << "\n";
-    return 2;
-  }
+  if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-manager"))
+    return *status;
   log::set_level(log_level);
   auto token = process::token_or_complain("bamboo-manager", token_file);
   if (!token)

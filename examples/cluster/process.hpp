@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <caf/actor_system_config.hpp>
 
 namespace bamboo::process {
@@ -19,6 +20,11 @@ int stop_signal(); // 0 while none arrived
 // The cluster token, or nullopt after printing "<program>: error: ...".
 std::optional<std::string> token_or_complain(const char* program,
                                              const std::string& file);
+
+// Parses argv; returns the exit status to leave with (0 after --help, 2 after
+// one "<program>: error: ..." line), or nullopt to go on.
+std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv,
+                                 const char* program);
 
 // Middleman loaded, bamboo's errors, messages and frames registered.
 void configure(caf::actor_system_config& cfg);

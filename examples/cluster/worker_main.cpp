@@ -80,14 +80,8 @@ int main(int argc, char** argv) {
   app.add_option("--preemption-deadline-ms", deadline_ms,
                  "time between a SIGTERM and the end of the node");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "bamboo-worker: error: " << e.what() << "\n";
-    return 2;
-  }
+  if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-worker"))
+    return *status;
   log::set_level(log_level);
   static const std::regex addr_re(R"((.+):(\d{1,5}))");
   std::smatch m;
