@@ -61,8 +61,24 @@ struct manager_state {
         [this](committed_atom, std::uint64_t, std::int64_t k, int stage) {
           if (from_owner(stage) && k == ledger_.step()) {
             ledger_.commit(stage);
+            maybe_resync(stage);
             maybe_finish_step();
           }
+        },
+        [this](sync_lost_atom, std::uint64_t, std::int64_t k, int stage) {
+          if (from(shadow_actor_[stage]) && k == ledger_.step()) {
+            resync_.insert(stage);
+            maybe_resync(stage);
+          }
+        },
+        [this](notice_atom, int node, std::int64_t deadline_ms) {
+          if (node < 0 || node >= static_cast<int>(plan_.alive.size()) ||
+              !plan_.alive[node] || finished_)
+            return;
+          logger_->info("node {} will be preempted in {} ms: its stages move to their "
+                        "shadows at the next step boundary",
+                        node, deadline_ms);
+          notices_.insert(node);
         },
         [this](synced_atom, std::uint64_t, std::int64_t k, int stage) {
           if (from(shadow_actor_[stage]) && k == ledger_.step()) {
@@ -111,12 +127,14 @@ private:
       ns.transports = spec_.transports;
       ns.injector = spec_.injector;
       ns.heartbeat_period = spec_.heartbeat_period;
-      auto h = spawn_node(self_, ns);
+      ns.sync_through_transport = spec_.sync_through_transport;
+      auto h = spec_.make_node ? spec_.make_node(self_, ns) : spawn_node(self_, ns);
       for (auto* a : {&h.stage, &h.shadow, &h.detector})
         if (*a)
           node_of_[a->address()] = n;
       nodes_.push_back(h);
-      tracker_.watch(n, now);
+      if (h.detector) // else the process's own liveness is watched elsewhere
+        tracker_.watch(n, now);
     }
     owner_actor_.resize(cfg.stages);
     shadow_actor_.resize(cfg.stages);
@@ -142,7 +160,10 @@ private:
 
   void begin_step() {
     ledger_.begin(step_, spec_.cfg.stages, live_shadows());
+    resync_.clear();
     step_start_ = clock_type::now();
+    if (hand_off())
+      return; // the re-plan's resume orders start the step
     reshadow();
     for (const auto& a : distinct_owners())
       self_->send(a, run_step_atom::value, plan_.generation, step_);
@@ -164,14 +185,60 @@ private:
       schema::commit c{plan_.generation, static_cast<std::uint64_t>(step_),
                        *ledger_.clip()};
       for (int s = 0; s < spec_.cfg.stages; ++s)
-        if (!ledger_.committed(s))
+        if (!ledger_.committed(s)) {
           self_->send(owner_actor_[s], c);
+          if (spec_.sync_through_transport && shadow_actor_[s])
+            self_->send(shadow_actor_[s], c); // it receives the owner's gradients
+        }
     } else if (!ledger_.committed(r.stage)) {
       // A stage that took over after the clip was set commits with the same factor.
-      self_->send(owner_actor_[r.stage],
-                  schema::commit{plan_.generation, static_cast<std::uint64_t>(step_),
-                                 *ledger_.clip()});
+      schema::commit c{plan_.generation, static_cast<std::uint64_t>(step_),
+                       *ledger_.clip()};
+      self_->send(owner_actor_[r.stage], c);
+      if (spec_.sync_through_transport && shadow_actor_[r.stage])
+        self_->send(shadow_actor_[r.stage], c);
     }
+  }
+
+  // A shadow lost the owner's gradients with an ended generation: once the
+  // owner has committed, both try again in the current one.
+  void maybe_resync(int s) {
+    if (recovering_ || !resync_.count(s) || !ledger_.committed(s) ||
+        ledger_.is_synced(s) || !shadow_actor_[s])
+      return;
+    resync_.erase(s);
+    logger_->info("stage {}: its shadow gets step {}'s gradients again (generation {})",
+                  s, step_, plan_.generation);
+    self_->send(owner_actor_[s], resync_atom::value, plan_.generation, step_);
+    self_->send(shadow_actor_[s],
+                schema::commit{plan_.generation, static_cast<std::uint64_t>(step_),
+                               ledger_.clip().value_or(1.0)});
+  }
+
+  // At a step boundary: the first noticed node whose stages its shadows can
+  // take is failed over before the step starts, so no work is lost or redone,
+  // and told to leave. Returns true when it did.
+  bool hand_off() {
+    for (auto it = notices_.begin(); it != notices_.end();) {
+      const int node = *it;
+      if (!plan_.alive[node]) {
+        it = notices_.erase(it);
+        continue;
+      }
+      if (!plan_failover(plan_, node).fatal.empty()) {
+        ++it; // not now: its neighbour is gone too
+        continue;
+      }
+      notices_.erase(it);
+      at_boundary_ = true;
+      node_lost(node, "preemption notice");
+      at_boundary_ = false;
+      for (auto* a : {&nodes_[node].stage, &nodes_[node].shadow, &nodes_[node].detector})
+        if (*a)
+          self_->send_exit(*a, caf::exit_reason::user_shutdown);
+      return true;
+    }
+    return false;
   }
 
   void maybe_finish_step() {
@@ -226,6 +293,8 @@ private:
   // the manager hears of the clone before that step's report, so the shadow is
   // known to the owner before the step commits.
   void reshadow() {
+    if (!spec_.reshadow)
+      return;
     for (auto [stage, node] : plan_reshadow(plan_)) {
       auto owner = owner_actor_[stage];
       self_->request(owner, std::chrono::seconds(60), clone_atom::value)
@@ -277,6 +346,10 @@ private:
   void finish_failover_record(failover_record& f) {
     const auto& rep = ledger_.reports()[f.stage];
     f.inherited = static_cast<int>(rep.inherited);
+    if (f.at_boundary) { // handed off before the step began: nothing was lost
+      f.recomputed_forwards = f.recomputed_backwards = 0;
+      return;
+    }
     auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
     if (!kill || kill->spec.step != f.step) {
       f.recomputed_forwards = static_cast<int>(rep.forwards);
@@ -319,9 +392,14 @@ private:
     auto it = node_of_.find(dm.source);
     if (it == node_of_.end())
       return;
-    node_lost(it->second, dm.reason == caf::exit_reason::kill
-                              ? "preempted"
-                              : "actor down: " + caf::to_string(dm.reason));
+    std::string cause = "actor down: " + caf::to_string(dm.reason);
+    if (dm.reason == caf::exit_reason::kill)
+      cause = "preempted";
+    else if (dm.reason.category() == error_category &&
+             dm.reason.code() == static_cast<std::uint8_t>(errc::node_lost) &&
+             dm.reason.context().match_elements<std::string>())
+      cause = dm.reason.context().get_as<std::string>(0); // how the process went
+    node_lost(it->second, cause);
   }
 
   void on_tick() {
@@ -352,9 +430,8 @@ private:
     }
     // End the old generation: every transfer still waiting on the dead node
     // fails now, not at a transport timeout.
-    spec_.transports->abort(plan_.generation,
-                            "generation " + std::to_string(plan_.generation) +
-                                " ended: node " + std::to_string(node) + " lost");
+    end_generation("generation " + std::to_string(plan_.generation) +
+                   " ended: node " + std::to_string(node) + " lost");
     for (int s = 0; s < plan_.stages; ++s)
       if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
         shadow_actor_[s] = caf::actor{};
@@ -369,6 +446,7 @@ private:
       f.step = step_;
       f.cause = cause;
       f.detect_s = seconds_between(f_kill_time_[node], now);
+      f.at_boundary = at_boundary_;
       open_failovers_.push_back(f);
       owner_actor_[stage] = shadow_actor_[stage];
       shadow_actor_[stage] = caf::actor{};
@@ -462,6 +540,8 @@ private:
     restarted_.clear();
     shadow_changed_.clear();
     recovering_ = false;
+    for (int s : std::set<int>(resync_))
+      maybe_resync(s);
     maybe_finish_step();
   }
 
@@ -514,9 +594,16 @@ private:
     if (!promise_.pending())
       return;
     logger_->error("run failed: {}", describe(err));
-    spec_.transports->abort(plan_.generation, "run failed"); // unblock waiting stages
+    end_generation("run failed"); // unblock waiting stages
     promise_.deliver(err);
     shutdown();
+  }
+
+  void end_generation(const std::string& reason) {
+    if (spec_.transports)
+      spec_.transports->abort(plan_.generation, reason);
+    if (spec_.end_generation)
+      spec_.end_generation(plan_.generation, reason);
   }
 
   void shutdown() {
@@ -555,6 +642,9 @@ private:
   std::set<int> restarted_, shadow_changed_, awaiting_;
   std::vector<std::optional<stage_progress_msg>> progress_;
   std::vector<failover_record> open_failovers_;
+  std::set<int> resync_;  // stages whose shadow must get the gradients again
+  std::set<int> notices_; // nodes with a preemption notice, to hand off
+  bool at_boundary_ = false;
   std::map<int, clock_type::time_point> f_kill_time_;
 };
 

@@ -13,6 +13,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/messages.hpp"
+#include "actors/node_agent.hpp"
 #include "model/config.hpp"
 #include "model/partition.hpp"
 
@@ -42,12 +43,13 @@ struct failover_record {
   int stage = 0; // the stage it ran
   int heir = 0;  // the node that took the stage over
   std::int64_t step = 0;
-  std::string cause;           // "preempted", "actor down", "missed heartbeats"
+  std::string cause; // "preempted", "preemption notice", "actor down", ...
   double detect_s = 0;         // kill -> manager knew (when the kill time is known)
   double latency_s = 0;        // kill -> the step's completion
   int recomputed_forwards = 0; // lost stage's finished forwards redone by the heir
   int recomputed_backwards = 0;
-  int inherited = 0; // forwards the heir already had from FRC
+  int inherited = 0;        // forwards the heir already had from FRC
+  bool at_boundary = false; // handed off between steps (a preemption notice)
 };
 
 // Filled in by the manager before it answers train_atom.
@@ -71,10 +73,22 @@ struct manager_spec {
   bool collect_parameters = false;
   std::function<void(const step_record&)> on_step; // called on the manager's thread
   std::shared_ptr<run_result> result;
+  // Across processes: the nodes' actors stand for a worker's (default:
+  // spawn_node), shadows sync through the transport, and the end of a
+  // generation is announced to every process (called on the manager's thread).
+  node_factory make_node;
+  bool sync_through_transport = false;
+  std::function<void(std::uint64_t generation, const std::string& reason)> end_generation;
+  bool reshadow = true; // new shadows cloned in process (embedded mode only)
 };
+
+// A node's notice of its coming preemption (SIGTERM): at the next step
+// boundary its stages move to their shadows, so nothing is recomputed.
+using notice_atom = caf::atom_constant<caf::atom("notice")>;
 
 // (train_atom) -> (done_atom) once all steps committed, or an error
 // (errc::unrecoverable_failure when shadows cannot cover a loss).
+// (notice_atom, node, deadline_ms): a preemption notice for the node.
 caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec);
 
 } // namespace bamboo

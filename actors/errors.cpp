@@ -12,6 +12,7 @@ const char* to_string(errc e) {
   case errc::stage_failed: return "stage_failed";
   case errc::transport_failure: return "transport_failure";
   case errc::unrecoverable_failure: return "unrecoverable_failure";
+  case errc::node_lost: return "node_lost";
   }
   return "unknown";
 }

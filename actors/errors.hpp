@@ -20,6 +20,7 @@ enum class errc : std::uint8_t {
   stage_failed,          // a stage could not finish a step
   transport_failure,     // tensors could not be moved
   unrecoverable_failure, // losses shadows cannot cover (checkpoint fallback)
+  node_lost,             // a worker process is gone (its context says how)
 };
 
 constexpr caf::atom_value error_category = caf::atom("bamboo");

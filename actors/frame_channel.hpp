@@ -25,9 +25,19 @@ typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
   return f(caf::meta::type_name("wire_frame"), x.bytes);
 }
 
-inline wire_frame to_wire(const schema::frame& f) {
-  return {schema::encode(f)};
+inline wire_frame to_wire(const schema::frame& f,
+                          schema::target to = schema::target::none) {
+  return {schema::encode(f, to)};
 }
+
+// Decodes like open_frame and also says which actor the frame is for.
+struct opened_frame {
+  schema::frame body;
+  schema::target target = schema::target::none;
+};
+std::optional<opened_frame> open_targeted(caf::local_actor* self, const wire_frame& w,
+                                          std::size_t limit, const char* component,
+                                          std::string* why = nullptr);
 
 // Decodes the frame the current message carries; on failure logs the reason
 // and the sender and returns nullopt (the caller may answer with frame_rejected,

@@ -6,6 +6,8 @@
 #include <caf/all.hpp>
 
 #include "actors/auth.hpp"
+#include "actors/cluster_manager.hpp"
+#include "actors/errors.hpp"
 #include "actors/failure_detector.hpp"
 #include "actors/frame_channel.hpp"
 #include "actors/messages.hpp"
@@ -30,6 +32,17 @@ struct gateway_state {
     return {
         [this](const wire_frame& w) { on_frame(w); },
         [this](tick_atom) { on_tick(); },
+        [this](attach_atom, int member) {
+          auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+          if (!member_alive(member))
+            self_->send_exit(proxy, make_error(errc::node_lost, "lost before it started"));
+          else
+            proxies_[member].push_back(proxy);
+        },
+        [this](broadcast_atom, const wire_frame& w) {
+          for (auto& [p, n] : members_)
+            self_->send(caf::actor_cast<caf::actor>(p), w);
+        },
     };
   }
 
@@ -79,7 +92,11 @@ private:
     self_->monitor(caf::actor_cast<caf::actor>(sender));
     tracker_.watch(node, clock_type::now());
     logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
-    reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port});
+    reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
+                              static_cast<std::uint32_t>(spec_.heartbeat_period.count())});
+    if (spec_.listener)
+      self_->send(spec_.listener, joined_atom::value, node,
+                  caf::actor_cast<caf::actor>(sender));
   }
 
   void handle(const schema::heartbeat& hb) {
@@ -98,9 +115,19 @@ private:
 
   void handle(const schema::preemption_notice& p) {
     auto it = members_.find(self_->current_sender());
-    if (it != members_.end())
-      logger_->info("node {} has a preemption notice, deadline in {} ms", it->second,
-                    p.deadline_ms);
+    if (it == members_.end())
+      return;
+    logger_->info("node {} has a preemption notice, deadline in {} ms", it->second,
+                  p.deadline_ms);
+    for (auto& proxy : proxies_[it->second])
+      self_->send(proxy, notice_atom::value, p.deadline_ms);
+  }
+
+  bool member_alive(int member) const {
+    for (auto& [p, n] : members_)
+      if (n == member)
+        return true;
+    return false;
   }
 
   template <class T>
@@ -113,14 +140,23 @@ private:
     auto it = members_.find(p);
     if (it == members_.end())
       return;
-    logger_->warn("node {} lost: {}", it->second, cause);
-    tracker_.forget(it->second);
+    const int member = it->second;
+    if (cause.empty())
+      logger_->info("node {} left", member);
+    else
+      logger_->warn("node {} lost: {}", member, cause);
+    tracker_.forget(member);
     members_.erase(it);
+    for (auto& proxy : proxies_[member])
+      self_->send_exit(proxy, make_error(errc::node_lost, cause));
+    proxies_.erase(member);
+    if (spec_.listener)
+      self_->send(spec_.listener, lost_atom::value, member);
   }
 
   void on_down(const caf::down_msg& dm) {
     lose(caf::actor_cast<peer>(dm.source),
-         "connection lost (" + caf::to_string(dm.reason) + ")");
+         dm.reason ? "connection lost (" + caf::to_string(dm.reason) + ")" : "");
   }
 
   void on_tick() {
@@ -140,6 +176,7 @@ private:
   std::shared_ptr<spdlog::logger> logger_;
   std::map<peer, std::pair<std::vector<std::uint8_t>, std::uint32_t>> pending_;
   std::map<peer, int> members_;
+  std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
   std::set<peer> told_;
   heartbeat_tracker tracker_;
   int next_node_ = 0;

@@ -9,11 +9,25 @@
 #include <functional>
 #include <string>
 
+#include <caf/actor.hpp>
+
 #include <caf/fwd.hpp>
+
+#include <caf/atom.hpp>
 
 #include "schema/codec.hpp"
 
 namespace bamboo {
+
+// (attach_atom, member): an actor that stands for one of the member's actors;
+// the gateway ends it (errc::node_lost, with the cause) when the member is lost,
+// and hands it the member's preemption notice as (notice_atom, deadline_ms).
+using attach_atom = caf::atom_constant<caf::atom("attach")>;
+// (broadcast_atom, wire_frame): to every member (the end of a generation).
+using broadcast_atom = caf::atom_constant<caf::atom("broadcast")>;
+// To the listener: (joined_atom, member, agent) and (lost_atom, member).
+using joined_atom = caf::atom_constant<caf::atom("joined")>;
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
 
 struct gateway_spec {
   std::string token;
@@ -21,6 +35,7 @@ struct gateway_spec {
   std::uint16_t store_port = 0; // the tensor transport's rendezvous store
   std::chrono::milliseconds heartbeat_period{200};
   int heartbeat_misses = 5;
+  caf::actor listener; // told of joins and losses (may be invalid)
 };
 
 caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec);

@@ -35,6 +35,9 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using clone_atom = caf::atom_constant<caf::atom("clone")>;
+// A shadow did not get its owner's gradients of a step (the generation ended).
+using sync_lost_atom = caf::atom_constant<caf::atom("synclost")>;
+using resync_atom = caf::atom_constant<caf::atom("resync")>; // owner: send them again
 
 // A tensor's values (parameters, optimizer moments), for bit-for-bit comparisons.
 struct param_blob {

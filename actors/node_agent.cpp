@@ -16,6 +16,7 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec) {
   st.injector = spec.injector;
   st.group = h.group;
   st.transports = spec.transports;
+  st.sync_through_transport = spec.sync_through_transport;
   if (spec.shadow_stage >= 0) {
     // The replica starts from the same (seeded) initial weights as its owner.
     auto replica = std::make_shared<stage_executor>(spec.cfg, spec.shadow_stage,
@@ -32,6 +33,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec) {
       std::make_shared<stage_executor>(spec.cfg, spec.stage, spec.range, spec.corpus);
   h.stage = spawn_stage_actor(supervisor, std::move(st));
   h.group->add(h.stage);
+  if (!spec.detector)
+    return h;
   h.detector = spawn_failure_detector(supervisor, spec.node,
                                       caf::actor_cast<caf::actor>(supervisor),
                                       spec.heartbeat_period);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include <caf/actor.hpp>
@@ -27,6 +28,8 @@ struct node_spec {
   std::shared_ptr<transport_registry> transports;
   std::shared_ptr<preemption_injector> injector;
   std::chrono::milliseconds heartbeat_period{200};
+  bool sync_through_transport = false; // see stage_actor_spec
+  bool detector = true; // false: the worker process's agent heartbeats instead
 };
 
 struct node_handles {
@@ -38,5 +41,10 @@ struct node_handles {
 
 // Spawns the node's actors, all monitored by `supervisor`.
 node_handles spawn_node(caf::local_actor* supervisor, const node_spec& spec);
+
+// How a manager gets a node's actors: spawn_node in embedded mode, actors that
+// stand for a worker process's actors across processes.
+using node_factory =
+    std::function<node_handles(caf::local_actor* supervisor, const node_spec& spec)>;
 
 } // namespace bamboo

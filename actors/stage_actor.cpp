@@ -1,5 +1,6 @@
 #include "actors/stage_actor.hpp"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
@@ -70,6 +71,13 @@ struct stage_state {
         [this](const resume_order& o) { resume(o); },
         [this](const schema::commit& c) { commit(c); },
         [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
+        // The shadow lost step k's gradients with the generation: send them again.
+        [this](resync_atom, std::uint64_t gen, std::int64_t k) {
+          if (shadow_ && last_sync_.defined() && spec_.executor->updates() == k + 1) {
+            gen_ = std::max(gen_, gen);
+            send_sync(k, last_sync_);
+          }
+        },
         [this](params_atom) { return state_blobs(); },
         // Between steps: the exact state of this stage, for a new shadow.
         [this](clone_atom) { return replica_handle{spec_.executor->clone()}; },
@@ -86,6 +94,10 @@ struct stage_state {
         [this](const shadow_update& u) {
           spec_.executor->apply_gradients(u.step, u.grads->grads);
           self_->send(supervisor_, synced_atom::value, u.generation, u.step, stage_);
+        },
+        [this](const schema::commit& c) {
+          if (spec_.sync_through_transport)
+            receive_sync(c);
         },
         [this](const resume_order& o) {
           logger_->info(
@@ -113,7 +125,8 @@ private:
     if (openblas_set_num_threads)
       openblas_set_num_threads(spec_.cfg.threads);
     thread_ready_ = true;
-    logger_->info("node {} stage {}: schedule {}", spec_.node, stage_, describe(ops_));
+    logger_->debug("node {} stage {}: thread ready, schedule {}", spec_.node, stage_,
+                   describe(ops_));
   }
 
   // Preemption: the whole node goes, this actor last.
@@ -125,12 +138,14 @@ private:
     self_->quit(caf::exit_reason::kill);
   }
 
-  // This stage's endpoint of the current generation's group.
-  bool connect(std::int64_t k) {
-    if (transport_ && transport_->generation() == gen_)
+  // This stage's endpoint of the current generation's group (a shadow uses
+  // the endpoint of its node's stage, the predecessor's rank).
+  bool connect(std::int64_t k) { return connect(k, stage_); }
+  bool connect(std::int64_t k, int rank) {
+    if (transport_ && transport_->generation() == gen_ && transport_->rank() == rank)
       return true;
     std::string error;
-    transport_ = spec_.transports->connect(stage_, gen_, error);
+    transport_ = spec_.transports->connect(rank, gen_, error);
     if (transport_)
       return true;
     logger_->error("stage {}: no transport for generation {}: {}", stage_, gen_, error);
@@ -237,8 +252,13 @@ private:
       auto grads = std::make_shared<gradient_list>();
       grads->grads = ex.clip_gradients(c.clip_coef);
       // The shadow applies the same update on its own thread, meanwhile.
-      if (shadow_)
+      if (shadow_ && spec_.sync_through_transport) {
+        gen_ = std::max(gen_, c.generation);
+        last_sync_ = pack_gradients(grads->grads);
+        send_sync(k, last_sync_);
+      } else if (shadow_) {
         self_->send(shadow_, shadow_update{c.generation, k, stage_, grads});
+      }
       ex.apply_update(k);
     } catch (const std::exception& e) {
       self_->send(supervisor_, step_failed_atom::value, c.generation, k, stage_,
@@ -246,6 +266,78 @@ private:
       return;
     }
     self_->send(supervisor_, committed_atom::value, c.generation, k, stage_);
+  }
+
+  int predecessor() const { return (stage_ + spec_.cfg.stages - 1) % spec_.cfg.stages; }
+
+  // One flat tensor: a defined-mask, then every gradient (zeros where undefined).
+  at::Tensor pack_gradients(const std::vector<at::Tensor>& grads) const {
+    std::vector<at::Tensor> parts;
+    auto mask = at::zeros({static_cast<long>(grads.size())}, at::kFloat);
+    const auto& params = spec_.executor->parameters();
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (grads[i].defined())
+        mask[static_cast<long>(i)] = 1.0f;
+      parts.push_back(grads[i].defined() ? grads[i].reshape(-1)
+                                         : at::zeros({params[i].tensor.numel()}));
+    }
+    parts.insert(parts.begin(), mask);
+    return at::cat(parts);
+  }
+
+  std::vector<at::Tensor> unpack_gradients(const at::Tensor& flat) const {
+    const auto& params = spec_.executor->parameters();
+    std::vector<at::Tensor> grads;
+    auto mask = flat.narrow(0, 0, static_cast<long>(params.size()));
+    long offset = static_cast<long>(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto& p = params[i].tensor;
+      auto g = flat.narrow(0, offset, p.numel()).view(p.sizes()).clone();
+      offset += p.numel();
+      grads.push_back(mask[static_cast<long>(i)].item<float>() != 0 ? g : at::Tensor());
+    }
+    return grads;
+  }
+
+  long packed_size() const {
+    long n = static_cast<long>(spec_.executor->parameters().size());
+    for (const auto& p : spec_.executor->parameters())
+      n += p.tensor.numel();
+    return n;
+  }
+
+  // Owner: step k's gradients to the node holding the replica (rank s-1).
+  void send_sync(std::int64_t k, const at::Tensor& flat) {
+    if (!connect(k))
+      return;
+    auto st = transport_->send(predecessor(), make_tag(k, 0, tensor_kind::shadow_sync),
+                               flat);
+    if (!st) // the generation ended: the manager commits again after the re-plan
+      logger_->info("stage {}: step {} gradients not sent to the shadow: {}", stage_, k,
+                    st.detail);
+  }
+
+  // Shadow: the owner's gradients of step k, then the same update.
+  void receive_sync(const schema::commit& c) {
+    const auto k = static_cast<std::int64_t>(c.step);
+    auto& ex = *spec_.executor;
+    if (ex.updates() <= k) {
+      gen_ = std::max(gen_, c.generation);
+      prepare_thread();
+      auto flat = at::empty({packed_size()}, at::kFloat);
+      transport_status st{transport_errc::aborted, "no transport"};
+      if (connect(k, predecessor()))
+        st = transport_->recv(stage_, make_tag(k, 0, tensor_kind::shadow_sync), flat);
+      if (!st) {
+        // The manager has both sides try again in the next generation.
+        logger_->info("shadow of stage {}: no gradients for step {}: {}", stage_, k,
+                      st.detail);
+        self_->send(supervisor_, sync_lost_atom::value, c.generation, k, stage_);
+        return;
+      }
+      ex.apply_gradients(k, unpack_gradients(flat));
+    }
+    self_->send(supervisor_, synced_atom::value, c.generation, k, stage_);
   }
 
   // Parameters, both AdamW moments and the step counter, by name.
@@ -280,6 +372,7 @@ private:
   bool thread_ready_ = false;
   bool frc_enabled_ = false;
   schema::step_report last_;
+  at::Tensor last_sync_; // the gradients last sent to the shadow (re-sent on demand)
 };
 
 caf::behavior active_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,

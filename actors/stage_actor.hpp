@@ -38,6 +38,10 @@ struct stage_actor_spec {
   std::shared_ptr<transport_registry> transports; // each generation's groups
   std::shared_ptr<preemption_injector> injector;
   std::shared_ptr<node_group> group;
+  // Shadow sync through the tensor transport (across processes) instead of an
+  // in-process hand-off: the owner of stage s sends its clipped gradients to
+  // rank s-1 (the node holding its replica), which receives them on commit.
+  bool sync_through_transport = false;
 };
 
 using shadow_atom = caf::atom_constant<caf::atom("shadow")>;
@@ -46,8 +50,10 @@ using shadow_atom = caf::atom_constant<caf::atom("shadow")>;
 //  active: (run_step_atom, gen, k) -> supervisor gets schema::step_report;
 //          (progress_atom, gen) -> stage_progress_msg; resume_order;
 //          schema::commit -> (committed_atom, gen, k, stage) and a shadow_update
-//          to the actor set by (shadow_atom, actor); (params_atom) -> blobs.
-//  shadow: shadow_update -> (synced_atom, gen, k, stage); resume_order promotes.
+//          to the actor set by (shadow_atom, actor) (or the gradients through
+//          the transport); (params_atom) -> blobs.
+//  shadow: shadow_update (or schema::commit, then the gradients through the
+//          transport) -> (synced_atom, gen, k, stage); resume_order promotes.
 caf::actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec);
 caf::actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec);
 

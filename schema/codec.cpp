@@ -67,8 +67,12 @@ struct writer {
     p.setCursor(x.cursor);
     p.setCheckpoint(x.checkpoint);
   }
-  void operator()(const step_report& x) {
-    auto r = b.initStepReport();
+  template <class List>
+  static void put(List l, const std::vector<std::uint32_t>& v) {
+    for (unsigned i = 0; i < v.size(); ++i)
+      l.set(i, v[i]);
+  }
+  static void put_report(wire::StepReport::Builder r, const step_report& x) {
     r.setNode(x.node);
     r.setStage(x.stage);
     r.setGeneration(x.generation);
@@ -80,6 +84,96 @@ struct writer {
     r.setFrc(x.frc);
     r.setInherited(x.inherited);
   }
+  void operator()(const step_report& x) { put_report(b.initStepReport(), x); }
+  void operator()(const assign& x) {
+    auto a = b.initAssign();
+    a.setNode(x.node);
+    a.setStage(x.stage);
+    a.setShadowStage(x.shadow_stage);
+    a.setGeneration(x.generation);
+    auto c = a.initConfig();
+    const auto& t = x.config;
+    c.setModel(t.model);
+    c.setLayers(t.layers);
+    c.setDModel(t.d_model);
+    c.setHeads(t.heads);
+    c.setSeqLen(t.seq_len);
+    c.setVocab(t.vocab);
+    c.setMlpRatio(t.mlp_ratio);
+    c.setDropout(t.dropout);
+    c.setLr(t.lr);
+    c.setMinLrRatio(t.min_lr_ratio);
+    c.setWarmupSteps(t.warmup_steps);
+    c.setBeta1(t.beta1);
+    c.setBeta2(t.beta2);
+    c.setEps(t.eps);
+    c.setWeightDecay(t.weight_decay);
+    c.setClipNorm(t.clip_norm);
+    c.setStages(t.stages);
+    c.setMicroBatch(t.micro_batch);
+    c.setGlobalBatch(t.global_batch);
+    c.setSteps(t.steps);
+    c.setSeed(t.seed);
+    c.setData(t.data);
+    c.setThreads(t.threads);
+    c.setRedundancy(t.redundancy);
+  }
+  void operator()(const attach& x) { b.initAttach().setRole(x.role); }
+  void operator()(const run_step& x) {
+    auto r = b.initRunStep();
+    r.setGeneration(x.generation);
+    r.setStep(x.step);
+  }
+  void operator()(const progress_request& x) {
+    auto r = b.initProgressRequest();
+    r.setGeneration(x.generation);
+    r.setRequest(x.request);
+  }
+  void operator()(const progress_report& x) {
+    auto r = b.initProgressReport();
+    r.setRequest(x.request);
+    r.setStage(x.stage);
+    r.setStep(x.step);
+    put(r.initForwards(static_cast<unsigned>(x.forwards.size())), x.forwards);
+    put(r.initBackwards(static_cast<unsigned>(x.backwards.size())), x.backwards);
+    put(r.initFrc(static_cast<unsigned>(x.frc.size())), x.frc);
+    r.setComplete(x.complete);
+    put_report(r.initReport(), x.report);
+  }
+  void operator()(const resume& x) {
+    auto r = b.initResume();
+    r.setGeneration(x.generation);
+    r.setStep(x.step);
+    auto n = [](const auto& v) { return static_cast<unsigned>(v.size()); };
+    put(r.initResendActivations(n(x.resend_activations)), x.resend_activations);
+    put(r.initResendGradients(n(x.resend_gradients)), x.resend_gradients);
+    put(r.initDeliveredActivations(n(x.delivered_activations)), x.delivered_activations);
+    put(r.initDeliveredGradients(n(x.delivered_gradients)), x.delivered_gradients);
+    r.setFrcEnabled(x.frc_enabled);
+  }
+  void operator()(const shadow_link& x) { b.initShadowLink().setPresent(x.present); }
+  static void put_done(wire::StageDone::Builder d, const stage_done& x) {
+    d.setGeneration(x.generation);
+    d.setStep(x.step);
+    d.setStage(x.stage);
+  }
+  void operator()(const committed& x) { put_done(b.initCommitted(), x); }
+  void operator()(const synced& x) { put_done(b.initSynced(), x); }
+  void operator()(const sync_lost& x) { put_done(b.initSyncLost(), x); }
+  void operator()(const resync& x) { put_done(b.initResync(), x); }
+  void operator()(const step_failed& x) {
+    auto f = b.initStepFailed();
+    f.setGeneration(x.generation);
+    f.setStep(x.step);
+    f.setStage(x.stage);
+    f.setReason(x.reason);
+  }
+  void operator()(const generation_end& x) {
+    auto g = b.initGenerationEnd();
+    g.setGeneration(x.generation);
+    g.setReason(x.reason);
+  }
+  void operator()(const leave& x) { b.initLeave().setReason(x.reason); }
   void operator()(const challenge_request& x) {
     b.initChallengeRequest().setNode(x.node);
   }
@@ -91,6 +185,7 @@ struct writer {
     a.setNode(x.node);
     a.setGeneration(x.generation);
     a.setStorePort(x.store_port);
+    a.setHeartbeatMs(x.heartbeat_ms);
   }
   void operator()(const join_refused& x) { b.initRefused().setReason(x.reason); }
   void operator()(const frame_rejected& x) { b.initRejected().setReason(x.reason); }
@@ -101,6 +196,59 @@ struct writer {
     c.setClipCoef(x.clip_coef);
   }
 };
+
+std::vector<std::uint32_t> get(capnp::List<std::uint32_t>::Reader l) {
+  std::vector<std::uint32_t> out;
+  out.reserve(l.size());
+  for (auto x : l)
+    out.push_back(x);
+  return out;
+}
+
+step_report get_report(wire::StepReport::Reader r) {
+  return step_report{r.getNode(),     r.getStage(),     r.getGeneration(),
+                     r.getStep(),     r.getLossSum(),   r.getGradSquares(),
+                     r.getForwards(), r.getBackwards(), r.getFrc(),
+                     r.getInherited()};
+}
+
+train_settings get_config(wire::TrainConfig::Reader c) {
+  train_settings t;
+  t.model = c.getModel().cStr();
+  t.layers = c.getLayers();
+  t.d_model = c.getDModel();
+  t.heads = c.getHeads();
+  t.seq_len = c.getSeqLen();
+  t.vocab = c.getVocab();
+  t.mlp_ratio = c.getMlpRatio();
+  t.dropout = c.getDropout();
+  t.lr = c.getLr();
+  t.min_lr_ratio = c.getMinLrRatio();
+  t.warmup_steps = c.getWarmupSteps();
+  t.beta1 = c.getBeta1();
+  t.beta2 = c.getBeta2();
+  t.eps = c.getEps();
+  t.weight_decay = c.getWeightDecay();
+  t.clip_norm = c.getClipNorm();
+  t.stages = c.getStages();
+  t.micro_batch = c.getMicroBatch();
+  t.global_batch = c.getGlobalBatch();
+  t.steps = c.getSteps();
+  t.seed = c.getSeed();
+  t.data = c.getData().cStr();
+  t.threads = c.getThreads();
+  t.redundancy = c.getRedundancy().cStr();
+  return t;
+}
+
+template <class T>
+T get_done(wire::StageDone::Reader d) {
+  T x;
+  x.generation = d.getGeneration();
+  x.step = d.getStep();
+  x.stage = d.getStage();
+  return x;
+}
 
 frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   switch (b.which()) {
@@ -134,13 +282,7 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     x.checkpoint = p.getCheckpoint().cStr();
     return x;
   }
-  case wire::Frame::Body::STEP_REPORT: {
-    auto r = b.getStepReport();
-    return step_report{r.getNode(),     r.getStage(),     r.getGeneration(),
-                       r.getStep(),     r.getLossSum(),   r.getGradSquares(),
-                       r.getForwards(), r.getBackwards(), r.getFrc(),
-                       r.getInherited()};
-  }
+  case wire::Frame::Body::STEP_REPORT: return get_report(b.getStepReport());
   case wire::Frame::Body::COMMIT: {
     auto c = b.getCommit();
     return commit{c.getGeneration(), c.getStep(), c.getClipCoef()};
@@ -153,11 +295,58 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   }
   case wire::Frame::Body::ACCEPT: {
     auto a = b.getAccept();
-    return join_accept{a.getNode(), a.getGeneration(), a.getStorePort()};
+    return join_accept{a.getNode(), a.getGeneration(), a.getStorePort(),
+                       a.getHeartbeatMs()};
   }
   case wire::Frame::Body::REFUSED: return join_refused{b.getRefused().getReason().cStr()};
   case wire::Frame::Body::REJECTED:
     return frame_rejected{b.getRejected().getReason().cStr()};
+  case wire::Frame::Body::ASSIGN: {
+    auto a = b.getAssign();
+    return assign{a.getNode(), a.getStage(), a.getShadowStage(), a.getGeneration(),
+                  get_config(a.getConfig())};
+  }
+  case wire::Frame::Body::ATTACH: return attach{b.getAttach().getRole().cStr()};
+  case wire::Frame::Body::RUN_STEP: {
+    auto r = b.getRunStep();
+    return run_step{r.getGeneration(), r.getStep()};
+  }
+  case wire::Frame::Body::PROGRESS_REQUEST: {
+    auto r = b.getProgressRequest();
+    return progress_request{r.getGeneration(), r.getRequest()};
+  }
+  case wire::Frame::Body::PROGRESS_REPORT: {
+    auto r = b.getProgressReport();
+    return progress_report{r.getRequest(),        r.getStage(),
+                           r.getStep(),           get(r.getForwards()),
+                           get(r.getBackwards()), get(r.getFrc()),
+                           r.getComplete(),       get_report(r.getReport())};
+  }
+  case wire::Frame::Body::RESUME: {
+    auto r = b.getResume();
+    return resume{r.getGeneration(),
+                  r.getStep(),
+                  get(r.getResendActivations()),
+                  get(r.getResendGradients()),
+                  get(r.getDeliveredActivations()),
+                  get(r.getDeliveredGradients()),
+                  r.getFrcEnabled()};
+  }
+  case wire::Frame::Body::SHADOW_LINK: return shadow_link{b.getShadowLink().getPresent()};
+  case wire::Frame::Body::COMMITTED: return get_done<committed>(b.getCommitted());
+  case wire::Frame::Body::SYNCED: return get_done<synced>(b.getSynced());
+  case wire::Frame::Body::SYNC_LOST: return get_done<sync_lost>(b.getSyncLost());
+  case wire::Frame::Body::RESYNC: return get_done<resync>(b.getResync());
+  case wire::Frame::Body::STEP_FAILED: {
+    auto f = b.getStepFailed();
+    return step_failed{f.getGeneration(), f.getStep(), f.getStage(),
+                       f.getReason().cStr()};
+  }
+  case wire::Frame::Body::GENERATION_END: {
+    auto g = b.getGenerationEnd();
+    return generation_end{g.getGeneration(), g.getReason().cStr()};
+  }
+  case wire::Frame::Body::LEAVE: return leave{b.getLeave().getReason().cStr()};
   }
   err = codec_errc::unknown_body;
   return {};
@@ -165,11 +354,12 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
 
 } // namespace
 
-std::vector<std::uint8_t> encode(const frame& f) {
+std::vector<std::uint8_t> encode(const frame& f, target to) {
   capnp::MallocMessageBuilder msg;
   auto root = msg.initRoot<wire::Frame>();
   root.setMajor(major_version);
   root.setMinor(minor_version);
+  root.setTarget(static_cast<std::uint32_t>(to));
   std::visit(writer{root.initBody()}, f);
   auto words = capnp::messageToFlatArray(msg);
   auto bytes = words.asBytes();
@@ -204,6 +394,7 @@ decoded decode(const std::uint8_t* data, std::size_t size, std::size_t limit) {
     }
     codec_errc err = codec_errc::none;
     out.value = read_body(root.getBody(), err);
+    out.target = static_cast<target>(root.getTarget());
     if (err != codec_errc::none) {
       out.error = err;
       out.detail = "body tag " +

@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 1;
+inline constexpr std::uint16_t minor_version = 2;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -85,6 +85,7 @@ struct join_accept {
   std::uint32_t node = 0;
   std::uint64_t generation = 0;
   std::uint16_t store_port = 0;
+  std::uint32_t heartbeat_ms = 0; // 0: the worker's own setting
 };
 
 struct join_refused {
@@ -95,9 +96,100 @@ struct frame_rejected {
   std::string reason;
 };
 
+// --- training across processes (1.2) ---------------------------------------
+
+struct train_settings {
+  std::string model = "gpt";
+  std::uint32_t layers = 0, d_model = 0, heads = 0, seq_len = 0, vocab = 0, mlp_ratio = 0;
+  double dropout = 0;
+  double lr = 0, min_lr_ratio = 0;
+  std::uint32_t warmup_steps = 0;
+  double beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0, clip_norm = 0;
+  std::uint32_t stages = 0, micro_batch = 0, global_batch = 0, steps = 0;
+  std::uint64_t seed = 0;
+  std::string data;
+  std::uint32_t threads = 1;
+  std::string redundancy;
+};
+
+struct assign {
+  std::uint32_t node = 0;
+  std::uint32_t stage = 0;
+  std::int32_t shadow_stage = -1;
+  std::uint64_t generation = 0;
+  train_settings config;
+};
+
+struct attach {
+  std::string role;
+};
+
+struct run_step {
+  std::uint64_t generation = 0;
+  std::uint64_t step = 0;
+};
+
+struct progress_request {
+  std::uint64_t generation = 0;
+  std::uint64_t request = 0;
+};
+
+struct progress_report {
+  std::uint64_t request = 0;
+  std::uint32_t stage = 0;
+  std::int64_t step = 0;
+  std::vector<std::uint32_t> forwards, backwards, frc;
+  bool complete = false;
+  step_report report;
+};
+
+struct resume {
+  std::uint64_t generation = 0;
+  std::uint64_t step = 0;
+  std::vector<std::uint32_t> resend_activations, resend_gradients;
+  std::vector<std::uint32_t> delivered_activations, delivered_gradients;
+  bool frc_enabled = false;
+};
+
+struct shadow_link {
+  bool present = false;
+};
+
+struct stage_done {
+  std::uint64_t generation = 0;
+  std::uint64_t step = 0;
+  std::uint32_t stage = 0;
+};
+struct committed : stage_done {};
+struct synced : stage_done {};
+struct sync_lost : stage_done {}; // a shadow did not get the owner's gradients
+struct resync : stage_done {};    // the owner sends them again
+
+struct step_failed {
+  std::uint64_t generation = 0;
+  std::uint64_t step = 0;
+  std::uint32_t stage = 0;
+  std::string reason;
+};
+
+struct generation_end {
+  std::uint64_t generation = 0;
+  std::string reason;
+};
+
+struct leave {
+  std::string reason;
+};
+
 using frame = std::variant<heartbeat, preemption_notice, join_request, plan, step_report,
                            commit, challenge_request, join_challenge, join_accept,
-                           join_refused, frame_rejected>;
+                           join_refused, frame_rejected, assign, attach, run_step,
+                           progress_request, progress_report, resume, shadow_link,
+                           committed, synced, step_failed, generation_end, leave,
+                           sync_lost, resync>;
+
+// The actor a frame is for, among those one process stands for (1.2).
+enum class target : std::uint32_t { none = 0, stage = 1, shadow = 2 };
 
 enum class codec_errc {
   none,
@@ -113,10 +205,11 @@ struct decoded {
   codec_errc error = codec_errc::none;
   std::string detail; // human-readable reason when error != none
   frame value;
+  schema::target target = schema::target::none;
   explicit operator bool() const { return error == codec_errc::none; }
 };
 
-std::vector<std::uint8_t> encode(const frame& f);
+std::vector<std::uint8_t> encode(const frame& f, target to = target::none);
 decoded decode(const std::uint8_t* data, std::size_t size,
                std::size_t limit = default_frame_limit);
 inline decoded decode(const std::vector<std::uint8_t>& bytes,

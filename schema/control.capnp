@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 1;
+const minorVersion :UInt16 = 2;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -78,6 +78,7 @@ struct JoinAccept {
   node @0 :UInt32;
   generation @1 :UInt64;
   storePort @2 :UInt16;   # the rendezvous store of the tensor transport
+  heartbeatMs @3 :UInt32; # 1.2: the period the manager expects heartbeats at
 }
 
 struct JoinRefused {
@@ -86,6 +87,111 @@ struct JoinRefused {
 
 # Sent back when a frame cannot be used (bad size, version, bytes).
 struct FrameRejected {
+  reason @0 :Text;
+}
+
+# Training across processes (1.2). Manager-side actors stand for the stage and
+# shadow actors of each worker; a frame's `target` names which one it is for.
+
+struct TrainConfig {
+  model @0 :Text;          # "gpt" or "bert"
+  layers @1 :UInt32;
+  dModel @2 :UInt32;
+  heads @3 :UInt32;
+  seqLen @4 :UInt32;
+  vocab @5 :UInt32;
+  mlpRatio @6 :UInt32;
+  dropout @7 :Float64;
+  lr @8 :Float64;
+  minLrRatio @9 :Float64;
+  warmupSteps @10 :UInt32;
+  beta1 @11 :Float64;
+  beta2 @12 :Float64;
+  eps @13 :Float64;
+  weightDecay @14 :Float64;
+  clipNorm @15 :Float64;
+  stages @16 :UInt32;
+  microBatch @17 :UInt32;
+  globalBatch @18 :UInt32;
+  steps @19 :UInt32;
+  seed @20 :UInt64;
+  data @21 :Text;
+  threads @22 :UInt32;
+  redundancy @23 :Text;    # "off", "lazy" or "eager"
+}
+
+# Sets up a node: its stage, the replica it holds, the run's configuration.
+struct Assign {
+  node @0 :UInt32;         # the manager's number of the node
+  stage @1 :UInt32;
+  shadowStage @2 :Int32;   # -1: no replica on this node
+  generation @3 :UInt64;
+  config @4 :TrainConfig;
+}
+
+# The manager-side actor of the node's replica introduces itself.
+struct Attach {
+  role @0 :Text;           # "shadow"
+}
+
+struct RunStep {
+  generation @0 :UInt64;
+  step @1 :UInt64;
+}
+
+struct ProgressRequest {
+  generation @0 :UInt64;
+  request @1 :UInt64;
+}
+
+struct ProgressReport {
+  request @0 :UInt64;
+  stage @1 :UInt32;
+  step @2 :Int64;
+  forwards @3 :List(UInt32);
+  backwards @4 :List(UInt32);
+  frc @5 :List(UInt32);
+  complete @6 :Bool;
+  report @7 :StepReport;   # valid when complete
+}
+
+# Continue a step in a new generation (a survivor), or take a stage over (a
+# promoted shadow).
+struct Resume {
+  generation @0 :UInt64;
+  step @1 :UInt64;
+  resendActivations @2 :List(UInt32);
+  resendGradients @3 :List(UInt32);
+  deliveredActivations @4 :List(UInt32);
+  deliveredGradients @5 :List(UInt32);
+  frcEnabled @6 :Bool;
+}
+
+# Whether a stage's replica exists: the owner sends it its gradients.
+struct ShadowLink {
+  present @0 :Bool;
+}
+
+struct StageDone {
+  generation @0 :UInt64;
+  step @1 :UInt64;
+  stage @2 :UInt32;
+}
+
+struct StepFailed {
+  generation @0 :UInt64;
+  step @1 :UInt64;
+  stage @2 :UInt32;
+  reason @3 :Text;
+}
+
+# The end of a generation: every transfer of it fails at once.
+struct GenerationEnd {
+  generation @0 :UInt64;
+  reason @1 :Text;
+}
+
+struct Leave {
   reason @0 :Text;
 }
 
@@ -104,5 +210,20 @@ struct Frame {
     accept @10 :JoinAccept;
     refused @11 :JoinRefused;
     rejected @12 :FrameRejected;
+    assign @13 :Assign;
+    attach @14 :Attach;
+    runStep @15 :RunStep;
+    progressRequest @16 :ProgressRequest;
+    progressReport @17 :ProgressReport;
+    resume @18 :Resume;
+    shadowLink @19 :ShadowLink;
+    committed @20 :StageDone;
+    synced @21 :StageDone;
+    stepFailed @22 :StepFailed;
+    generationEnd @23 :GenerationEnd;
+    leave @24 :Leave;
+    syncLost @25 :StageDone;   # a shadow did not get the owner's gradients
+    resync @26 :StageDone;     # the owner sends them again
   }
+  target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
 }

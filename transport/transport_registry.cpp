@@ -1,5 +1,7 @@
 #include "transport/transport_registry.hpp"
 
+#include <condition_variable>
+
 #include "transport/gloo_transport.hpp"
 #include "transport/local_transport.hpp"
 
@@ -9,57 +11,106 @@ const char* to_string(transport_kind k) {
   return k == transport_kind::local ? "local" : "gloo";
 }
 
+struct transport_registry::slot {
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool ready = false;
+  std::shared_ptr<tensor_transport> transport;
+  std::string error;
+};
+
 transport_registry::transport_registry(transport_kind kind, int size)
     : kind_(kind), size_(size) {
-  if (kind_ == transport_kind::gloo)
+  if (kind_ == transport_kind::gloo) {
     store_ = std::make_unique<gloo_store_server>();
+    store_port_ = store_->port();
+  }
 }
+
+transport_registry::transport_registry(int size, std::string store_host,
+                                       std::uint16_t store_port)
+    : kind_(transport_kind::gloo), size_(size), store_host_(std::move(store_host)),
+      store_port_(store_port) {}
 
 transport_registry::~transport_registry() = default;
 
 std::shared_ptr<tensor_transport>
 transport_registry::connect(int rank, std::uint64_t generation, std::string& error) {
-  std::shared_ptr<tensor_transport> t;
+  std::shared_ptr<slot> s;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto it = ended_.find(generation); it != ended_.end()) {
+      error = "generation " + std::to_string(generation) + " ended: " + it->second;
+      return nullptr;
+    }
+    auto& p = slots_[{generation, rank}];
+    if (!p) {
+      p = std::make_shared<slot>();
+      first = true;
+    }
+    s = p;
+  }
+  if (!first) { // another actor of this process is joining this rank: share it
+    std::unique_lock<std::mutex> lock{s->mtx};
+    s->cv.wait(lock, [&] { return s->ready; });
+    error = s->error;
+    return s->transport;
+  }
+  auto t = join(rank, generation, error); // blocks (Gloo): not under a lock
+  if (t) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (auto it = ended_.find(generation); it != ended_.end())
+      t->abort(it->second); // ended while we were joining
+  }
+  {
+    std::lock_guard<std::mutex> lock{s->mtx};
+    s->transport = t;
+    s->error = error;
+    s->ready = true;
+  }
+  s->cv.notify_all();
+  return t;
+}
+
+std::shared_ptr<tensor_transport>
+transport_registry::join(int rank, std::uint64_t generation, std::string& error) {
   if (kind_ == transport_kind::local) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto& hub = hubs_[generation];
     if (!hub)
       hub = std::make_shared<local_hub>(size_, generation);
-    t = hub->endpoint(rank);
-  } else {
-    // Joining blocks until all ranks are there: not under the lock.
-    gloo_group_spec spec;
-    spec.store_port = store_->port();
-    spec.rank = rank;
-    spec.size = size_;
-    spec.generation = generation;
-    t = gloo_transport::join(spec, error);
-    if (!t)
-      return nullptr;
+    return hub->endpoint(rank);
   }
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (auto it = ended_.find(generation); it != ended_.end())
-    t->abort(it->second); // ended while we were joining
-  endpoints_[generation].push_back(t);
-  return t;
+  gloo_group_spec spec;
+  spec.store_host = store_host_;
+  spec.store_port = store_port_;
+  spec.rank = rank;
+  spec.size = size_;
+  spec.generation = generation;
+  return gloo_transport::join(spec, error);
 }
 
 void transport_registry::abort(std::uint64_t generation, const std::string& reason) {
-  std::vector<std::shared_ptr<tensor_transport>> live;
+  std::vector<std::shared_ptr<slot>> live;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     ended_[generation] = reason;
-    for (auto& w : endpoints_[generation])
-      if (auto t = w.lock())
-        live.push_back(std::move(t));
-    endpoints_.erase(generation);
+    for (auto it = slots_.lower_bound({generation, -1});
+         it != slots_.end() && it->first.first == generation;) {
+      live.push_back(it->second);
+      it = slots_.erase(it);
+    }
     if (auto it = hubs_.find(generation); it != hubs_.end()) {
       it->second->abort(reason);
       hubs_.erase(it);
     }
   }
-  for (auto& t : live)
-    t->abort(reason);
+  for (auto& s : live) {
+    std::lock_guard<std::mutex> lock{s->mtx};
+    if (s->transport)
+      s->transport->abort(reason);
+  }
 }
 
 } // namespace bamboo

@@ -1,7 +1,9 @@
 // Where the stages of a cluster get their tensor transport for a generation, and
 // where a generation's transports are all aborted at once when it ends. Local
 // backend: one in-process hub per generation. Gloo backend: one c10d group per
-// generation over the store the registry hosts on 127.0.0.1.
+// generation over the store the registry hosts on 127.0.0.1, or over a store
+// elsewhere (a worker process joins the manager's). Actors of one process that
+// ask for the same rank and generation share one endpoint.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,8 @@ class gloo_store_server;
 class transport_registry {
 public:
   transport_registry(transport_kind kind, int size);
+  // Gloo over the store at host:port (hosted by another process).
+  transport_registry(int size, std::string store_host, std::uint16_t store_port);
   ~transport_registry();
 
   transport_kind kind() const { return kind_; }
@@ -37,12 +41,18 @@ public:
   void abort(std::uint64_t generation, const std::string& reason);
 
 private:
+  struct slot; // one rank's endpoint of one generation, once it is joined
+  std::shared_ptr<tensor_transport> join(int rank, std::uint64_t generation,
+                                         std::string& error);
+
   transport_kind kind_;
   int size_;
   std::unique_ptr<gloo_store_server> store_;
+  std::string store_host_ = "127.0.0.1";
+  std::uint16_t store_port_ = 0;
   std::mutex mtx_;
   std::map<std::uint64_t, std::shared_ptr<local_hub>> hubs_;
-  std::map<std::uint64_t, std::vector<std::weak_ptr<tensor_transport>>> endpoints_;
+  std::map<std::pair<std::uint64_t, int>, std::shared_ptr<slot>> slots_;
   std::map<std::uint64_t, std::string> ended_;
 };
 

@@ -1,7 +1,9 @@
 // bamboo-manager: the cluster's front door for worker processes. Listens on
 // 127.0.0.1 (unless told otherwise) through CAF's middleman, admits workers that
-// prove the cluster token, and watches them. It hosts the tensor transport's
-// rendezvous store. (Driving training across processes is the next step.)
+// prove the cluster token, and watches them. With --stages it trains: once that
+// many workers joined, each runs one stage (and the replica of the next), and
+// losses are failed over to shadows as in embedded mode. It hosts the tensor
+// transport's rendezvous store. Without --stages it only admits and watches.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -11,68 +13,105 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/auth.hpp"
-#include "actors/errors.hpp"
-#include "actors/frame_channel.hpp"
 #include "actors/gateway.hpp"
-#include "actors/messages.hpp"
+#include "actors/remote_cluster.hpp"
 #include "examples/cluster/process.hpp"
+#include "examples/train/cli.hpp"
+#include "examples/train/report.hpp"
 #include "transport/gloo_transport.hpp"
 #include "transport/log.hpp"
 
 using namespace bamboo;
 
-int main(int argc, char** argv) {
-  CLI::App app{"bamboo-manager: admits and watches bamboo workers"};
-  int port = 0;
-  std::string bind = "127.0.0.1", token_file, log_level = "info";
-  std::size_t frame_limit = schema::default_frame_limit;
-  int heartbeat_ms = 200, misses = 5;
-  app.add_option("--port", port, "port to listen on (0: pick one)")
-      ->check(CLI::Range(0, 65535));
-  app.add_option("--bind", bind, "address to listen on")->capture_default_str();
-  app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
-  app.add_option("--frame-limit", frame_limit, "largest control frame accepted, bytes")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--heartbeat-misses", misses, "missed heartbeats before a node is lost")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
-  if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-manager"))
-    return *status;
-  log::set_level(log_level);
-  auto token = process::token_or_complain("bamboo-manager", token_file);
-  if (!token)
-    return 2;
-  process::install_stop_handlers();
+namespace {
 
+// Admission only: join, heartbeats, fencing, until a stop signal.
+int admit_only(const cluster_options& c) {
+  process::install_stop_handlers();
   caf::actor_system_config cfg;
   process::configure(cfg);
   caf::actor_system sys{cfg};
-  gloo_store_server store(0, bind);
+  gloo_store_server store(0, c.bind);
   gateway_spec spec;
-  spec.token = *token;
-  spec.frame_limit = frame_limit;
+  spec.token = c.token;
+  spec.frame_limit = c.frame_limit;
   spec.store_port = store.port();
-  spec.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
-  spec.heartbeat_misses = misses;
+  spec.heartbeat_period = c.heartbeat_period;
+  spec.heartbeat_misses = c.heartbeat_misses;
   auto gateway = spawn_gateway(sys, spec);
-  auto bound =
-      sys.middleman().publish(gateway, static_cast<std::uint16_t>(port), bind.c_str());
+  auto bound = sys.middleman().publish(gateway, c.port, c.bind.c_str());
   if (!bound) {
-    std::cerr << "bamboo-manager: error: cannot listen on " << bind << ":" << port << ": "
-              << sys.render(bound.error()) << "\n";
+    std::cerr << "bamboo-manager: error: cannot listen on " << c.bind << ":" << c.port
+              << ": " << sys.render(bound.error()) << "\n";
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
     return 2;
   }
-  std::printf("bamboo-manager: listening on %s:%u (store %u)\n", bind.c_str(), *bound,
+  std::printf("bamboo-manager: listening on %s:%u (store %u)\n", c.bind.c_str(), *bound,
               store.port());
   std::fflush(stdout);
   while (process::stop_signal() == 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   log::get("bamboo.manager")->info("stopping on signal {}", process::stop_signal());
   caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bamboo-manager: admits and watches bamboo workers, and trains with "
+               "them (--stages)"};
+  app::cli_options o;
+  app::train_options train(app, o);
+  cluster_options c;
+  int port = 0, join_timeout_s = 120;
+  std::string token_file;
+  app.add_option("--port", port, "port to listen on (0: pick one)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--bind", c.bind, "address to listen on")->capture_default_str();
+  app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
+  app.add_option("--frame-limit", c.frame_limit, "largest control frame accepted, bytes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--join-timeout-s", join_timeout_s,
+                 "how long to wait for the workers to join")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-manager"))
+    return *status;
+  if (auto problem = train.finish()) {
+    std::cerr << "bamboo-manager: error: " << *problem << "\n";
+    return 2;
+  }
+  if (!o.run.preemptions.empty() || o.run.preempt_rate > 0) {
+    std::cerr << "bamboo-manager: error: --preempt injects kills in embedded mode; "
+                 "preempt worker processes with signals\n";
+    return 2;
+  }
+  log::set_level(o.log_level);
+  auto token = process::token_or_complain("bamboo-manager", token_file);
+  if (!token)
+    return 2;
+  c.port = static_cast<std::uint16_t>(port);
+  c.token = *token;
+  c.heartbeat_period = o.run.heartbeat_period;
+  c.heartbeat_misses = o.run.heartbeat_misses;
+  c.join_timeout = std::chrono::seconds(join_timeout_s);
+  if (app.count("--stages") == 0)
+    return admit_only(c);
+
+  app::run_report report(o);
+  if (!report.open("bamboo-manager"))
+    return 2;
+  c.on_listening = [&](std::uint16_t p) {
+    std::printf("bamboo-manager: listening on %s:%u, waiting for %d workers\n",
+                c.bind.c_str(), p, o.cfg.stages);
+    std::fflush(stdout);
+  };
+  c.on_step = [&](const step_record& r) { report.on_step(r); };
+  auto result = run_cluster(o.cfg, c);
+  if (!result)
+    return app::failure_status("bamboo-manager", result.error());
+  report.summary(*result);
   return 0;
 }

@@ -1,7 +1,10 @@
 // bamboo-worker: joins a bamboo-manager by host:port, proving the cluster token
-// by challenge-response, then heartbeats. A worker declared lost (e.g. it was
-// stopped) is fenced and joins again as a new node. SIGTERM is a preemption
-// notice: it tells the manager its deadline and leaves.
+// by challenge-response, then serves as one node: its agent heartbeats, takes
+// the node's assignment and runs its stage and replica. A worker declared lost
+// (e.g. it was stopped) is fenced: with a stage it leaves, without one it joins
+// again as a new node. SIGTERM is a preemption notice: the manager is told the
+// deadline, hands the stage to its shadow at the next step boundary and lets
+// the node go; the worker leaves by the deadline in any case.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -11,74 +14,33 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/auth.hpp"
+#include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
 #include "actors/frame_channel.hpp"
 #include "actors/messages.hpp"
+#include "actors/worker_agent.hpp"
 #include "examples/cluster/process.hpp"
 #include "transport/log.hpp"
 
 using namespace bamboo;
 
-namespace {
-
-constexpr auto join_timeout = std::chrono::seconds(10);
-
-std::optional<schema::frame> await_frame(caf::scoped_actor& self) {
-  std::optional<schema::frame> out;
-  self->receive(
-      [&](const wire_frame& w) {
-        auto d = schema::decode(w.bytes);
-        if (d)
-          out = std::move(d.value);
-      },
-      caf::after(join_timeout) >> [] {});
-  return out;
-}
-
-// One join: challenge, proof, answer. Returns the node id, or -1 with `why`.
-int join(caf::scoped_actor& self, const caf::actor& manager, const std::string& token,
-         const std::string& zone, std::string& why) {
-  self->send(manager, to_wire(schema::challenge_request{}));
-  auto c = await_frame(self);
-  if (!c || !std::holds_alternative<schema::join_challenge>(*c)) {
-    why = "no challenge from the manager";
-    return -1;
-  }
-  const auto& nonce = std::get<schema::join_challenge>(*c).nonce;
-  schema::join_request req;
-  req.zone = zone;
-  req.version = "0.1.0";
-  req.proof = prove_token(token, nonce);
-  self->send(manager, to_wire(req));
-  auto a = await_frame(self);
-  if (!a) {
-    why = "no answer to the join request";
-    return -1;
-  }
-  if (auto* r = std::get_if<schema::join_refused>(&*a)) {
-    why = r->reason;
-    return -1;
-  }
-  if (auto* ok = std::get_if<schema::join_accept>(&*a))
-    return static_cast<int>(ok->node);
-  why = "unexpected answer to the join request";
-  return -1;
-}
-
-} // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"bamboo-worker: a node of a bamboo cluster"};
   std::string manager_addr, token_file, zone = "default", log_level = "info";
   int heartbeat_ms = 200, deadline_ms = 30000;
+  std::size_t frame_limit = schema::default_frame_limit;
   app.add_option("--manager", manager_addr, "the manager's host:port")->required();
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
   app.add_option("--zone", zone, "failure domain of this node");
-  app.add_option("--heartbeat-ms", heartbeat_ms, "heartbeat period")
+  app.add_option("--heartbeat-ms", heartbeat_ms,
+                 "heartbeat period, when the manager does not set one")
       ->check(CLI::PositiveNumber);
   app.add_option("--preemption-deadline-ms", deadline_ms,
-                 "time between a SIGTERM and the end of the node");
+                 "time between a SIGTERM and the end of the node")
+      ->capture_default_str();
+  app.add_option("--frame-limit", frame_limit, "largest control frame accepted, bytes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-worker"))
     return *status;
@@ -99,53 +61,57 @@ int main(int argc, char** argv) {
   process::configure(cfg);
   caf::actor_system sys{cfg};
   auto logger = log::get("bamboo.worker");
-  auto manager = sys.middleman().remote_actor(
-      m[1].str(), static_cast<std::uint16_t>(std::stoi(m[2])));
+  const std::string host = m[1].str();
+  auto manager =
+      sys.middleman().remote_actor(host, static_cast<std::uint16_t>(std::stoi(m[2])));
   if (!manager) {
     std::cerr << "bamboo-worker: error: cannot reach the manager at " << manager_addr
               << ": " << sys.render(manager.error()) << "\n";
     return 1;
   }
   caf::scoped_actor self{sys};
-  std::string error;
-  int node = join(self, *manager, *token, zone, error);
-  if (node < 0) {
-    std::cerr << "bamboo-worker: refused: " << error << "\n";
-    return 2;
-  }
-  std::printf("bamboo-worker: joined as node %d\n", node);
-  std::fflush(stdout);
-
-  // Heartbeats from this thread's actor until a signal ends the loop.
-  const auto period = std::chrono::milliseconds(heartbeat_ms);
-  while (process::stop_signal() == 0) {
-    self->send(*manager,
-               to_wire(schema::heartbeat{static_cast<std::uint32_t>(node), 0, 0, 0}));
-    bool fenced = false;
+  self->monitor(*manager);
+  worker_spec ws;
+  ws.gateway = *manager;
+  ws.token = *token;
+  ws.zone = zone;
+  ws.store_host = host;
+  ws.frame_limit = frame_limit;
+  ws.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
+  auto agent = spawn_worker_agent(sys, ws);
+  self->monitor(agent);
+  bool noticed = false;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  for (;;) {
+    std::optional<caf::error> ended; // the agent's exit reason
     self->receive(
-        [&](const wire_frame& w) {
-          auto d = schema::decode(w.bytes);
-          if (d && std::holds_alternative<schema::join_refused>(d.value)) {
-            logger->warn("node {}: {}", node,
-                         std::get<schema::join_refused>(d.value).reason);
-            fenced = true;
+        [&](caf::down_msg& dm) {
+          if (dm.source == agent.address()) {
+            ended = dm.reason;
+          } else { // the manager went away: nothing left to serve
+            logger->info("the manager is gone ({})", caf::to_string(dm.reason));
+            ended = caf::error{};
           }
         },
-        caf::after(period) >> [] {});
-    if (fenced) {
-      node = join(self, *manager, *token, zone, error);
-      if (node < 0) {
-        std::cerr << "bamboo-worker: refused: " << error << "\n";
-        return 2;
-      }
-      std::printf("bamboo-worker: joined again as node %d\n", node);
-      std::fflush(stdout);
+        caf::after(std::chrono::milliseconds(20)) >> [] {});
+    if (ended) {
+      if (!*ended)
+        return 0; // let go by the manager
+      const auto why = describe(*ended);
+      const bool refused = ended->category() == error_category &&
+                           ended->code() == static_cast<std::uint8_t>(errc::invalid_config);
+      std::cerr << "bamboo-worker: " << (refused ? "" : "error: ")
+                << (refused ? why.substr(why.find("refused")) : why) << "\n";
+      return refused ? 2 : 1;
+    }
+    const int sig = process::stop_signal();
+    if (sig == SIGTERM && !noticed) {
+      noticed = true;
+      deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+      self->send(agent, notice_atom::value, static_cast<std::int64_t>(deadline_ms));
+    } else if (sig == SIGINT || (noticed && std::chrono::steady_clock::now() >= deadline)) {
+      logger->info("leaving on {}", sig == SIGINT ? "SIGINT" : "the preemption deadline");
+      return 0;
     }
   }
-  if (process::stop_signal() == SIGTERM) {
-    self->send(*manager, to_wire(schema::preemption_notice{
-                             static_cast<std::uint32_t>(node), deadline_ms}));
-    logger->info("node {}: preemption notice, leaving", node);
-  }
-  return 0;
 }

@@ -6,12 +6,19 @@
 
 namespace bamboo::app {
 
-std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
-  cli_options o;
+struct train_options::strings {
+  std::string model = "gpt";
+  std::string redundancy = "lazy";
+  std::string transport = "local";
+  std::vector<std::string> preempt;
+  int heartbeat_ms = 0;
+};
+
+train_options::train_options(CLI::App& app, cli_options& o)
+    : o_(o), s_(std::make_unique<strings>()) {
   auto& c = o.cfg;
   auto& m = c.model;
-  CLI::App app{"bamboo-train: pipeline-parallel training that survives preemptions"};
-  std::string model = "gpt";
+  auto& model = s_->model;
   app.add_option("--model", model, "gpt or bert")
       ->check(CLI::IsMember({"gpt", "bert"}))
       ->capture_default_str();
@@ -45,29 +52,52 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines");
-  std::string redundancy = "lazy";
-  app.add_option("--redundancy", redundancy, "off, lazy or eager")
+  app.add_option("--redundancy", s_->redundancy, "off, lazy or eager")
       ->check(CLI::IsMember({"off", "lazy", "eager"}))
       ->capture_default_str();
-  std::string transport = "local";
-  app.add_option("--transport", transport,
+  app.add_option("--transport", s_->transport,
                  "local (in-process hand-off) or gloo (c10d Gloo over 127.0.0.1)")
       ->check(CLI::IsMember({"local", "gloo"}))
       ->capture_default_str();
-  std::vector<std::string> preempt;
   app.add_option(
-      "--preempt", preempt,
+      "--preempt", s_->preempt,
       "inject a preemption: node=N@step=K[.op=J] or rate=R (kills per 100 steps)");
   app.add_flag("--print-schedule", o.print_schedule,
                "print each stage's instruction timeline for one step and exit");
-  int heartbeat_ms = static_cast<int>(o.run.heartbeat_period.count());
-  app.add_option("--heartbeat-ms", heartbeat_ms, "failure detector heartbeat period")
+  s_->heartbeat_ms = static_cast<int>(o.run.heartbeat_period.count());
+  app.add_option("--heartbeat-ms", s_->heartbeat_ms, "failure detector heartbeat period")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--heartbeat-misses", o.run.heartbeat_misses,
                  "missed heartbeats before a node is declared lost")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+}
+
+train_options::~train_options() = default;
+
+std::optional<std::string> train_options::finish() {
+  auto& c = o_.cfg;
+  c.model.kind = s_->model == "bert" ? model_kind::bert : model_kind::gpt;
+  c.redundancy = s_->redundancy == "off"     ? redundancy_mode::off
+                 : s_->redundancy == "eager" ? redundancy_mode::eager
+                                             : redundancy_mode::lazy;
+  o_.run.heartbeat_period = std::chrono::milliseconds(s_->heartbeat_ms);
+  o_.run.transport =
+      s_->transport == "gloo" ? transport_kind::gloo : transport_kind::local;
+  for (const auto& p : s_->preempt)
+    if (auto problem = parse_preempt(p, o_.run.preemptions, o_.run.preempt_rate))
+      return problem;
+  return validate(c);
+}
+
+std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
+  cli_options o;
+  CLI::App app{"bamboo-train: pipeline-parallel training that survives preemptions"};
+  train_options options(app, o);
+  app.add_flag("--processes", o.processes,
+               "run the cluster as real processes on 127.0.0.1: a bamboo-manager and "
+               "one bamboo-worker per stage");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -78,19 +108,7 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     exit_code = 2;
     return std::nullopt;
   }
-  m.kind = model == "bert" ? model_kind::bert : model_kind::gpt;
-  c.redundancy = redundancy == "off"     ? redundancy_mode::off
-                 : redundancy == "eager" ? redundancy_mode::eager
-                                         : redundancy_mode::lazy;
-  o.run.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
-  o.run.transport = transport == "gloo" ? transport_kind::gloo : transport_kind::local;
-  for (const auto& p : preempt)
-    if (auto problem = parse_preempt(p, o.run.preemptions, o.run.preempt_rate)) {
-      std::cerr << "bamboo-train: error: " << *problem << "\n";
-      exit_code = 2;
-      return std::nullopt;
-    }
-  if (auto problem = validate(c)) {
+  if (auto problem = options.finish()) {
     std::cerr << "bamboo-train: error: " << *problem << "\n";
     exit_code = 2;
     return std::nullopt;

@@ -2,11 +2,16 @@
 // scripts rely on.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "actors/embedded_cluster.hpp"
 #include "model/config.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace bamboo::app {
 
@@ -17,6 +22,22 @@ struct cli_options {
   bool quiet = false;
   bool print_schedule = false;
   run_options run; // preemptions and detector settings
+  bool processes = false; // bamboo-train --processes
+};
+
+// The training options, bound to an app (bamboo-train's and bamboo-manager's
+// share them); finish() after parsing converts and validates them, returning
+// the first problem as one line.
+class train_options {
+public:
+  train_options(CLI::App& app, cli_options& o);
+  ~train_options();
+  std::optional<std::string> finish();
+
+private:
+  struct strings;
+  cli_options& o_;
+  std::unique_ptr<strings> s_;
 };
 
 // Parses argv. On --help prints usage and sets exit_code 0; on bad input prints

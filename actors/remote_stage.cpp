@@ -1,0 +1,165 @@
+#include "actors/remote_stage.hpp"
+
+#include <map>
+
+#include <caf/all.hpp>
+
+#include "actors/cluster_manager.hpp"
+#include "actors/errors.hpp"
+#include "actors/frame_channel.hpp"
+#include "actors/gateway.hpp"
+#include "actors/messages.hpp"
+#include "actors/stage_actor.hpp"
+#include "transport/log.hpp"
+
+namespace bamboo {
+
+namespace {
+
+std::vector<std::uint32_t> to_u32(const std::vector<int>& v) {
+  return {v.begin(), v.end()};
+}
+std::vector<int> to_int(const std::vector<std::uint32_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+struct remote_state {
+  static inline const char* name = "bamboo.remote_stage";
+
+  explicit remote_state(caf::event_based_actor* self) : self_(self) {}
+
+  caf::behavior make_behavior(remote_stage_spec spec, caf::actor manager) {
+    spec_ = std::move(spec);
+    manager_ = std::move(manager);
+    logger_ = log::get("bamboo.manager");
+    self_->send(spec_.gateway, attach_atom::value, spec_.member);
+    if (spec_.assign)
+      forward(*spec_.assign);
+    else
+      forward(schema::attach{"shadow"});
+    // The worker's actors end with the manager's: a proxy that stops tells them.
+    self_->attach_functor([agent = spec_.agent, target = spec_.target](const caf::error&) {
+      caf::anon_send(agent, to_wire(schema::leave{"the manager is done with the node"},
+                                    target));
+    });
+    return {
+        [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
+          forward(schema::run_step{gen, static_cast<std::uint64_t>(k)});
+        },
+        [this](progress_atom, std::uint64_t gen) {
+          auto rp = self_->make_response_promise();
+          const auto id = ++requests_;
+          pending_.emplace(id, rp);
+          forward(schema::progress_request{gen, id});
+          return rp;
+        },
+        [this](const resume_order& o) {
+          forward(schema::resume{o.generation, static_cast<std::uint64_t>(o.step),
+                                 to_u32(o.resend_activations),
+                                 to_u32(o.resend_gradients),
+                                 to_u32(o.delivered_activations),
+                                 to_u32(o.delivered_gradients), o.frc_enabled});
+        },
+        [this](const schema::commit& c) { forward(c); },
+        [this](shadow_atom, const caf::actor& a) {
+          forward(schema::shadow_link{static_cast<bool>(a)});
+        },
+        [this](resync_atom, std::uint64_t gen, std::int64_t k) {
+          schema::resync r;
+          r.generation = gen;
+          r.step = static_cast<std::uint64_t>(k);
+          forward(r);
+        },
+        [this](notice_atom, std::int64_t deadline_ms) {
+          if (spec_.target == schema::target::stage)
+            self_->send(manager_, notice_atom::value, spec_.node, deadline_ms);
+        },
+        [](params_atom) -> caf::result<std::vector<param_blob>> {
+          return make_error(errc::stage_failed,
+                            "parameters are not collected across processes");
+        },
+        [](clone_atom) -> caf::result<replica_handle> {
+          return make_error(errc::stage_failed,
+                            "replicas are not cloned across processes");
+        },
+        [this](const wire_frame& w) { on_frame(w); },
+    };
+  }
+
+private:
+  template <class T>
+  void forward(const T& body) {
+    self_->send(spec_.agent, to_wire(body, spec_.target));
+  }
+
+  void on_frame(const wire_frame& w) {
+    if (self_->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(spec_.agent)) {
+      logger_->warn("dropped a frame for node {} from another process", spec_.node);
+      return;
+    }
+    auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.manager");
+    if (f)
+      std::visit([this](const auto& x) { handle(x); }, *f);
+  }
+
+  void handle(const schema::step_report& r) { self_->send(manager_, r); }
+  void handle(const schema::committed& d) {
+    self_->send(manager_, committed_atom::value, d.generation,
+                static_cast<std::int64_t>(d.step), static_cast<int>(d.stage));
+  }
+  void handle(const schema::synced& d) {
+    self_->send(manager_, synced_atom::value, d.generation,
+                static_cast<std::int64_t>(d.step), static_cast<int>(d.stage));
+  }
+  void handle(const schema::sync_lost& d) {
+    self_->send(manager_, sync_lost_atom::value, d.generation,
+                static_cast<std::int64_t>(d.step), static_cast<int>(d.stage));
+  }
+  void handle(const schema::step_failed& f) {
+    self_->send(manager_, step_failed_atom::value, f.generation,
+                static_cast<std::int64_t>(f.step), static_cast<int>(f.stage), f.reason);
+  }
+  void handle(const schema::progress_report& p) {
+    auto it = pending_.find(p.request);
+    if (it == pending_.end())
+      return;
+    stage_progress_msg m;
+    m.stage = static_cast<int>(p.stage);
+    m.step = p.step;
+    m.forwards = to_int(p.forwards);
+    m.backwards = to_int(p.backwards);
+    m.frc = to_int(p.frc);
+    m.complete = p.complete;
+    m.report = p.report;
+    it->second.deliver(std::move(m));
+    pending_.erase(it);
+  }
+  void handle(const schema::frame_rejected& r) {
+    logger_->warn("node {} rejected a frame: {}", spec_.node, r.reason);
+  }
+  template <class T>
+  void handle(const T&) {
+    logger_->warn("dropped a frame of an unexpected kind from node {}", spec_.node);
+  }
+
+  caf::event_based_actor* self_;
+  remote_stage_spec spec_;
+  caf::actor manager_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::uint64_t requests_ = 0;
+  std::map<std::uint64_t, caf::response_promise> pending_;
+};
+
+caf::behavior remote_stage_actor(caf::stateful_actor<remote_state>* self,
+                                 remote_stage_spec spec, caf::actor manager) {
+  return self->state.make_behavior(std::move(spec), std::move(manager));
+}
+
+} // namespace
+
+caf::actor spawn_remote_stage(caf::local_actor* manager, remote_stage_spec spec) {
+  return manager->spawn<caf::monitored>(remote_stage_actor, std::move(spec),
+                                        caf::actor_cast<caf::actor>(manager));
+}
+
+} // namespace bamboo

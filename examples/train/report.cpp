@@ -1,0 +1,84 @@
+#include "examples/train/report.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+#include "actors/errors.hpp"
+
+namespace bamboo::app {
+
+bool run_report::open(const char* program) {
+  if (o_.metrics.empty())
+    return true;
+  metrics_.open(o_.metrics);
+  if (!metrics_) {
+    std::cerr << program << ": error: cannot write metrics file '" << o_.metrics
+              << "'\n";
+    return false;
+  }
+  metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n";
+  return true;
+}
+
+void run_report::on_step(const step_record& r) {
+  elapsed_ += r.seconds;
+  if (metrics_.is_open()) {
+    char line[256];
+    std::snprintf(line, sizeof(line), "%lld,%.17g,%.3f,%llu,%.6g,%.6g,%.6f,%s\n",
+                  static_cast<long long>(r.step), r.loss, r.samples_per_s,
+                  static_cast<unsigned long long>(r.generation), r.lr, r.grad_norm,
+                  r.seconds, r.event.c_str());
+    metrics_ << line << std::flush;
+  }
+  if (!o_.quiet) {
+    const auto& cfg = o_.cfg;
+    const double eta = elapsed_ / (r.step + 1) * (cfg.steps - r.step - 1);
+    std::printf("step %lld/%d  loss %.4f  samples/s %.1f  eta %.1fs%s%s\n",
+                static_cast<long long>(r.step + 1), cfg.steps, r.loss, r.samples_per_s,
+                eta, r.event.empty() ? "" : "  ", r.event.c_str());
+    std::fflush(stdout);
+  }
+}
+
+void run_report::summary(const run_result& r) const {
+  const auto& cfg = o_.cfg;
+  const auto& steps = r.steps;
+  if (steps.empty())
+    return;
+  int fwd = 0, bwd = 0;
+  std::string latencies;
+  for (const auto& f : r.failovers) {
+    fwd += f.recomputed_forwards;
+    bwd += f.recomputed_backwards;
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s%.3f s (node %d, step %lld, %s)",
+                  latencies.empty() ? "" : ", ", f.latency_s, f.node,
+                  static_cast<long long>(f.step), f.cause.c_str());
+    latencies += buf;
+  }
+  const double mean_step = elapsed_ / steps.size();
+  std::printf("summary: %zu steps, loss %.4f -> %.4f, %.1f samples/s overall\n",
+              steps.size(), steps.front().loss, steps.back().loss,
+              elapsed_ > 0 ? cfg.global_batch * steps.size() / elapsed_ : 0.0);
+  std::printf("summary: redundancy %s, %zu preemptions survived, %d forwards + %d "
+              "backwards recomputed (micro-batch passes), mean step %.3f s\n",
+              to_string(cfg.redundancy), r.failovers.size(), fwd, bwd, mean_step);
+  if (!r.failovers.empty())
+    std::printf("summary: failover latency, loss to step completion: %s\n",
+                latencies.c_str());
+  std::fflush(stdout);
+}
+
+int failure_status(const char* program, const caf::error& err) {
+  const auto code = static_cast<errc>(err.code());
+  const bool ours = err.category() == error_category;
+  if (ours && code == errc::unrecoverable_failure) {
+    std::cerr << program << ": fatal: " << describe(err) << "\n";
+    return 3;
+  }
+  const bool bad_input = ours && (code == errc::invalid_config || code == errc::invalid_data);
+  std::cerr << program << ": error: " << describe(err) << "\n";
+  return bad_input ? 2 : 1;
+}
+
+} // namespace bamboo::app

@@ -1,0 +1,34 @@
+// What a training run prints and writes, the same from bamboo-train and
+// bamboo-manager: a progress line and a metrics CSV row per step, a summary,
+// and the exit status of a failed run.
+#pragma once
+
+#include <fstream>
+#include <string>
+
+#include <caf/error.hpp>
+
+#include "actors/cluster_manager.hpp"
+#include "examples/train/cli.hpp"
+
+namespace bamboo::app {
+
+class run_report {
+public:
+  explicit run_report(const cli_options& o) : o_(o) {}
+  // Opens the metrics file, if any; prints "<program>: error: ..." on failure.
+  bool open(const char* program);
+  void on_step(const step_record& r);
+  void summary(const run_result& r) const;
+
+private:
+  const cli_options& o_;
+  std::ofstream metrics_;
+  double elapsed_ = 0;
+};
+
+// Prints the failure as one line; 3 for a loss shadows cannot cover, 2 for bad
+// input, 1 otherwise.
+int failure_status(const char* program, const caf::error& err);
+
+} // namespace bamboo::app
