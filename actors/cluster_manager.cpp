@@ -23,6 +23,7 @@ namespace bamboo {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+using failed_atom = caf::atom_constant<caf::atom("failed")>;
 
 // torch.nn.utils.clip_grad_norm_'s rule, so runs compare with plain LibTorch.
 double clip_coefficient(double max_norm, double norm) {
@@ -89,6 +90,18 @@ struct manager_state {
         [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
                const std::string& why) {
           if (gen != plan_.generation || !from_owner(stage))
+            return;
+          // A transfer often fails because a peer died, before the control plane
+          // says so: give it the time to declare a loss and re-plan first.
+          const auto grace = spec_.heartbeat_period * (spec_.heartbeat_misses + 1);
+          logger_->info("stage {} failed in step {} ({}); the run fails unless a node "
+                        "is declared lost within {} ms",
+                        stage, k, why, grace.count());
+          self_->delayed_send(self_, grace, failed_atom::value, gen, k, stage, why);
+        },
+        [this](failed_atom, std::uint64_t gen, std::int64_t k, int stage,
+               const std::string& why) {
+          if (gen != plan_.generation || finished_)
             return;
           fail(make_error(errc::stage_failed, "stage " + std::to_string(stage) +
                                                   " in step " + std::to_string(k) + ": " +
@@ -260,7 +273,9 @@ private:
       // preempted (killed or noticed), "failover" when its stage moved.
       const bool preempted =
           std::any_of(open_failovers_.begin(), open_failovers_.end(),
-                      [](const failover_record& f) { return f.cause == "preempted"; });
+                      [](const failover_record& f) {
+                        return f.cause.rfind("preempt", 0) == 0; // killed or noticed
+                      });
       rec.event = preempted ? "preempted+failover" : "failover";
       for (auto& f : open_failovers_) {
         f.latency_s = seconds_between(f_kill_time_[f.node], now);
@@ -274,6 +289,11 @@ private:
         spec_.result->failovers.push_back(f);
       }
       open_failovers_.clear();
+      std::string work;
+      for (const auto& r : rec.work)
+        work += " " + std::to_string(r.forwards + r.inherited) + "/" +
+                std::to_string(r.backwards);
+      logger_->info("step {} work per stage (forwards/backwards):{}", step_, work);
     } else if (degraded()) {
       rec.event = "degraded";
     }
@@ -419,8 +439,12 @@ private:
     f_kill_time_[node] = kill ? kill->at : now;
     tracker_.forget(node);
     auto decision = plan_failover(plan_, node);
-    logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node, step_,
-                  cause, 1e3 * seconds_between(f_kill_time_[node], now));
+    if (at_boundary_)
+      logger_->info("node {} hands its stages over before step {} ({})", node, step_,
+                    cause);
+    else
+      logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node,
+                    step_, cause, 1e3 * seconds_between(f_kill_time_[node], now));
     if (!decision.fatal.empty()) {
       fail(make_error(errc::unrecoverable_failure,
                       "node " + std::to_string(node) + " lost in step " +

@@ -110,6 +110,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   gs.store_port = store->port();
   gs.heartbeat_period = opts.heartbeat_period;
   gs.heartbeat_misses = opts.heartbeat_misses;
+  const auto period = opts.heartbeat_period;
+  const int misses = opts.heartbeat_misses;
   gs.listener = self;
   auto gateway = spawn_gateway(sys, gs);
   auto stop_gateway = [&] { caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown); };
@@ -136,6 +138,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   spec.parts = partition(layer_costs(cfg.model), cfg.stages);
   spec.make_node = remote_nodes(std::move(*members), gateway, opts.frame_limit);
   spec.sync_through_transport = true;
+  spec.heartbeat_period = period; // the grace for a failed transfer
+  spec.heartbeat_misses = misses;
   spec.reshadow = false;
   spec.end_generation = [gateway](std::uint64_t gen, const std::string& reason) {
     caf::anon_send(gateway, broadcast_atom::value,

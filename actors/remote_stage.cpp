@@ -38,8 +38,15 @@ struct remote_state {
     else
       forward(schema::attach{"shadow"});
     // The worker's actors end with the manager's: a proxy that stops tells them.
-    self_->attach_functor([agent = spec_.agent, target = spec_.target](const caf::error&) {
-      caf::anon_send(agent, to_wire(schema::leave{"the manager is done with the node"},
+    // When the gateway ended it (the process was declared lost) the process is
+    // fenced: if it still runs (it was stopped, say), its state is stale.
+    self_->attach_functor([agent = spec_.agent, target = spec_.target](const caf::error& e) {
+      const bool lost = e.category() == error_category &&
+                        e.code() == static_cast<std::uint8_t>(errc::node_lost);
+      caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
+                                                             describe(e) + ")"
+                                                       : "the manager is done with "
+                                                         "the node"},
                                     target));
     });
     return {

@@ -1,5 +1,7 @@
 #include "actors/worker_agent.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 
@@ -99,8 +101,8 @@ private:
     store_port_ = a.store_port;
     if (a.heartbeat_ms > 0)
       spec_.heartbeat_period = std::chrono::milliseconds(a.heartbeat_ms);
-    std::printf("bamboo-worker: joined %sas node %d\n", joins_++ ? "again " : "",
-                member_);
+    std::printf("bamboo-worker: joined %sas node %d (pid %d)\n", joins_++ ? "again " : "",
+                member_, static_cast<int>(getpid()));
     std::fflush(stdout);
     heartbeat();
   }

@@ -1,0 +1,209 @@
+// Training across real processes on 127.0.0.1 (bamboo-train --processes: a
+// bamboo-manager and one bamboo-worker per stage), with workers killed,
+// stopped and noticed with real signals. Each run's losses must equal the
+// embedded fault-free run's to the last bit.
+#include <catch2/catch.hpp>
+
+#include "actors/embedded_cluster.hpp"
+#include "tests/examples/child_process.hpp"
+
+#include <fstream>
+#include <random>
+
+namespace {
+
+using namespace bamboo;
+using namespace bamboo::test;
+
+train_config small_gpt(std::uint64_t seed) {
+  train_config c;
+  c.model.layers = 4;
+  c.model.d_model = 64;
+  c.model.heads = 4;
+  c.model.seq_len = 32;
+  c.stages = 4;
+  c.micro_batch = 2;
+  c.global_batch = 8;
+  c.steps = 16;
+  c.seed = seed;
+  c.threads = 1;
+  return c;
+}
+
+std::vector<double> embedded_losses(const train_config& cfg) {
+  auto r = run_embedded(cfg);
+  REQUIRE(r);
+  std::vector<double> out;
+  for (const auto& s : r->steps)
+    out.push_back(s.loss);
+  return out;
+}
+
+struct metrics_rows {
+  std::vector<double> losses;
+  std::vector<std::string> events;
+};
+
+// The metrics CSV (losses printed with 17 digits: they read back exactly).
+metrics_rows read_metrics(const std::string& path) {
+  metrics_rows m;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line); // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ','))
+      cells.push_back(cell);
+    if (line.back() == ',')
+      cells.push_back("");
+    REQUIRE(cells.size() == 8);
+    m.losses.push_back(std::stod(cells[1]));
+    m.events.push_back(cells[7]);
+  }
+  return m;
+}
+
+// A local cluster of processes training `cfg`.
+struct process_run {
+  std::string metrics;
+  child proc;
+  process_run(const train_config& c, const std::string& name,
+              std::vector<std::string> extra = {})
+      : metrics("/tmp/bamboo_" + name + "_" + std::to_string(getpid()) + ".csv"),
+        proc(name, args(c, metrics, std::move(extra)), "unused") {}
+
+  static std::vector<std::string> args(const train_config& c, const std::string& metrics,
+                                       std::vector<std::string> extra) {
+    std::vector<std::string> a{BAMBOO_TRAIN_BIN, "--processes",
+                               "--stages",       std::to_string(c.stages),
+                               "--layers",       std::to_string(c.model.layers),
+                               "--d-model",      std::to_string(c.model.d_model),
+                               "--heads",        std::to_string(c.model.heads),
+                               "--seq-len",      std::to_string(c.model.seq_len),
+                               "--micro-batch",  std::to_string(c.micro_batch),
+                               "--global-batch", std::to_string(c.global_batch),
+                               "--steps",        std::to_string(c.steps),
+                               "--seed",         std::to_string(c.seed),
+                               "--threads",      "1",
+                               "--metrics",      metrics};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  pid_t pid_of(int node) const {
+    auto pid = proc.wait_for("joined as node " + std::to_string(node) + R"( \(pid (\d+)\))",
+                             20s);
+    REQUIRE_FALSE(pid.empty());
+    return static_cast<pid_t>(std::stoi(pid));
+  }
+  // Waits until `done` steps have completed.
+  void wait_steps(int done) const {
+    REQUIRE_FALSE(proc.wait_for("step " + std::to_string(done) + "/", 30s).empty());
+  }
+  int finish() {
+    int status = proc.wait_exit(60s);
+    INFO(proc.log());
+    REQUIRE(status == 0);
+    return status;
+  }
+  ~process_run() { std::remove(metrics.c_str()); }
+};
+
+bool gone(pid_t pid) { // exited (a zombie until the launcher reaps it) or reaped
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_s, comm, state;
+  if (!(stat >> pid_s >> comm >> state))
+    return true;
+  return state == "Z";
+}
+
+} // namespace
+
+TEST_CASE("a worker killed with kill -9 at a random point of a random step is failed "
+          "over, and the losses equal the embedded fault-free run's to the last bit",
+          "[examples]") {
+  for (std::uint64_t seed : {11, 12, 13}) {
+    DYNAMIC_SECTION("seed " << seed) {
+      auto cfg = small_gpt(seed);
+      const auto expected = embedded_losses(cfg);
+      std::mt19937 rng(static_cast<unsigned>(seed));
+      const int node = static_cast<int>(rng() % 4);
+      const int step = 3 + static_cast<int>(rng() % 8);
+      const auto delay = std::chrono::milliseconds(rng() % 60);
+      process_run run(cfg, "kill9_" + std::to_string(seed));
+      const pid_t victim = run.pid_of(node);
+      run.wait_steps(step);
+      std::this_thread::sleep_for(delay);
+      REQUIRE(kill(victim, SIGKILL) == 0);
+      run.finish();
+      INFO("node " << node << " killed " << delay.count() << " ms into step " << step);
+      const auto log = run.proc.log();
+      CHECK(log.find("1 preemptions survived") != std::string::npos);
+      auto m = read_metrics(run.metrics);
+      REQUIRE(m.losses.size() == expected.size());
+      for (std::size_t k = 0; k < expected.size(); ++k)
+        CHECK(m.losses[k] == expected[k]); // bit for bit
+      CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 1);
+    }
+  }
+}
+
+TEST_CASE("a stopped worker is declared lost within period x misses + one period, "
+          "failed over, and fenced after SIGCONT",
+          "[examples]") {
+  auto cfg = small_gpt(21);
+  const auto expected = embedded_losses(cfg);
+  process_run run(cfg, "sigstop", {"--heartbeat-ms", "100", "--heartbeat-misses", "3"});
+  const pid_t victim = run.pid_of(2);
+  run.wait_steps(5);
+  const auto stopped = clock_type::now();
+  REQUIRE(kill(victim, SIGSTOP) == 0);
+  REQUIRE_FALSE(run.proc.wait_for(R"(node 2 lost: missed heartbeats)", 10s).empty());
+  const auto declared = clock_type::now() - stopped;
+  INFO("declared lost after " << std::chrono::duration<double>(declared).count() << " s");
+  CHECK(declared < 100ms * 3 + 100ms + 300ms); // with room for a loaded machine
+  REQUIRE(kill(victim, SIGCONT) == 0);
+  run.finish();
+  const auto log = run.proc.log();
+  CHECK(log.find("dropped a heartbeat from fenced node 2") != std::string::npos);
+  // The stale process is told it was fenced, and leaves.
+  CHECK(log.find("node 2: leaving: fenced: declared lost") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  REQUIRE(m.losses.size() == expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k)
+    CHECK(m.losses[k] == expected[k]);
+}
+
+TEST_CASE("SIGTERM hands the stage to its shadow at a step boundary with zero "
+          "recomputed micro-batches, and the worker leaves before its deadline",
+          "[examples]") {
+  auto cfg = small_gpt(31);
+  const auto expected = embedded_losses(cfg);
+  process_run run(cfg, "sigterm");
+  const pid_t victim = run.pid_of(1);
+  run.wait_steps(6);
+  const auto noticed = clock_type::now();
+  REQUIRE(kill(victim, SIGTERM) == 0);
+  REQUIRE_FALSE(
+      run.proc.wait_for(R"(node 1: leaving: the manager is done with the node)", 20s)
+          .empty());
+  while (!gone(victim) && clock_type::now() - noticed < 10s)
+    std::this_thread::sleep_for(10ms);
+  CHECK(gone(victim));
+  CHECK(clock_type::now() - noticed < 10s); // the deadline is 30 s
+  run.finish();
+  const auto log = run.proc.log();
+  CHECK(log.find("1 preemptions survived, 0 forwards + 0 backwards recomputed") !=
+        std::string::npos);
+  CHECK(log.find("node 1 hands its stages over before step") != std::string::npos);
+  // Every stage, the heir's new one included, did each micro-batch once: nothing
+  // of the stage was lost, nothing redone.
+  CHECK_FALSE(run.proc.wait_for(R"(work per stage \(forwards/backwards\): 4/4 4/4 4/4 4/4)")
+                  .empty());
+  auto m = read_metrics(run.metrics);
+  REQUIRE(m.losses.size() == expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k)
+    CHECK(m.losses[k] == expected[k]);
+  CHECK(std::count(m.events.begin(), m.events.end(), "preempted+failover") == 1);
+}
