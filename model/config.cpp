@@ -18,8 +18,10 @@ const char* to_string(redundancy_mode m) {
 std::optional<std::string> validate(const train_config& c) {
   const auto& m = c.model;
   auto num = [](auto v) { return std::to_string(v); };
-  if (m.layers < 1)
-    return "--layers must be at least 1, got " + num(m.layers);
+  // 0 blocks is an embedding and a head: almost no compute between stages
+  // whose activations are large (a transport workload).
+  if (m.layers < 0)
+    return "--layers must not be negative, got " + num(m.layers);
   if (m.d_model < 1 || m.heads < 1)
     return "--d-model and --heads must be positive";
   if (m.d_model % m.heads != 0)
