@@ -82,6 +82,9 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
     return {};
   auto act = pending_[j].output.detach();
   sent_act_[j] = act;
+  log::get("bamboo.stage")
+      ->debug("stage {} step {}: sending activation {} to stage {} ({} bytes)", stage_, k,
+              j, stage_ + 1, act.numel() * act.element_size());
   return t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), act);
 }
 
