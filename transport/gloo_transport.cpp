@@ -1,6 +1,6 @@
 #include "transport/gloo_transport.hpp"
 
-#include <list>
+#include <map>
 #include <mutex>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -47,17 +47,19 @@ struct gloo_transport::impl {
   std::mutex mtx;
   bool aborted = false;
   std::string reason;
-  std::list<c10::intrusive_ptr<c10d::Work>> pending; // sends and recvs in flight
+  // Sends and recvs in flight, by a number of their own: several threads may
+  // share an endpoint, so one's reap() may drop another's completed recv.
+  std::map<std::uint64_t, c10::intrusive_ptr<c10d::Work>> pending;
+  std::uint64_t next_id = 0;
 
-  std::list<c10::intrusive_ptr<c10d::Work>>::iterator
-  track(c10::intrusive_ptr<c10d::Work> w) {
+  std::uint64_t track(c10::intrusive_ptr<c10d::Work> w) {
     std::lock_guard<std::mutex> guard{mtx};
-    pending.push_back(std::move(w));
-    return std::prev(pending.end());
+    pending.emplace(++next_id, std::move(w));
+    return next_id;
   }
-  void untrack(std::list<c10::intrusive_ptr<c10d::Work>>::iterator it) {
+  void untrack(std::uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx};
-    pending.erase(it);
+    pending.erase(id);
   }
   bool is_aborted(std::string& why) {
     std::lock_guard<std::mutex> guard{mtx};
@@ -67,7 +69,8 @@ struct gloo_transport::impl {
   // Completed sends are dropped; called before each new operation.
   void reap() {
     std::lock_guard<std::mutex> guard{mtx};
-    pending.remove_if([](const auto& w) { return w->isCompleted(); });
+    for (auto it = pending.begin(); it != pending.end();)
+      it = it->second->isCompleted() ? pending.erase(it) : std::next(it);
   }
 };
 
@@ -148,7 +151,7 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
   } catch (const std::exception& e) {
     return {transport_errc::peer_lost, e.what()};
   }
-  auto it = impl_->track(work);
+  const auto id = impl_->track(work);
   transport_status st;
   try {
     work->wait(timeout);
@@ -158,7 +161,7 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
                                                      : transport_errc::peer_lost,
           what};
   }
-  impl_->untrack(it);
+  impl_->untrack(id);
   // An aborted wait returns normally with a partial tensor: never trust it.
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};
@@ -168,14 +171,15 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
 }
 
 void gloo_transport::abort(const std::string& reason) {
-  std::list<c10::intrusive_ptr<c10d::Work>> works;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
     if (impl_->aborted)
       return;
     impl_->aborted = true;
     impl_->reason = reason;
-    works = impl_->pending;
+    for (auto& [id, w] : impl_->pending)
+      works.push_back(w);
   }
   for (auto& w : works) {
     try {
@@ -187,10 +191,11 @@ void gloo_transport::abort(const std::string& reason) {
 }
 
 transport_status gloo_transport::flush(std::chrono::milliseconds timeout) {
-  std::list<c10::intrusive_ptr<c10d::Work>> works;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works;
   {
     std::lock_guard<std::mutex> guard{impl_->mtx};
-    works = impl_->pending;
+    for (auto& [id, w] : impl_->pending)
+      works.push_back(w);
   }
   for (auto& w : works) {
     try {

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -93,4 +94,35 @@ TEST_CASE("a new generation forms a fresh gloo group on the same store", "[trans
   at::Tensor y = at::zeros({8});
   REQUIRE(second.a->recv(1, 5, y, 5s));
   CHECK(at::equal(x, y));
+}
+
+TEST_CASE("two threads sharing one gloo endpoint send and receive at once",
+          "[transport]") {
+  // A worker's stage actor and its shadow actor share their rank's endpoint.
+  gloo_store_server server;
+  auto p = join_pair(server, 1);
+  constexpr int n = 300;
+  // Catch's assertions are not thread-safe: count failures, check them here.
+  auto run = [](gloo_transport& self, int peer, int recv_base, int send_base) {
+    std::atomic<int> bad{0};
+    std::thread sender([&] {
+      for (int i = 0; i < n; ++i)
+        if (!self.send(peer, send_base + i, at::full({256}, static_cast<float>(i))))
+          ++bad;
+    });
+    for (int i = 0; i < n; ++i) {
+      at::Tensor y = at::empty({256});
+      if (!self.recv(peer, recv_base + i, y, 10s) || y[0].item<float>() != i)
+        ++bad;
+    }
+    sender.join();
+    return bad.load();
+  };
+  int bad_b = 0;
+  std::thread other([&] { bad_b = run(*p.b, 0, 1000, 2000); });
+  CHECK(run(*p.a, 1, 2000, 1000) == 0);
+  other.join();
+  CHECK(bad_b == 0);
+  CHECK(p.a->flush(10s));
+  CHECK(p.b->flush(10s));
 }
