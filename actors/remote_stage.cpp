@@ -104,9 +104,14 @@ private:
       logger_->warn("dropped a frame for node {} from another process", spec_.node);
       return;
     }
-    auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.manager");
+    std::string why;
+    auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.manager", &why);
     if (f)
       std::visit([this](const auto& x) { handle(x); }, *f);
+    else if (!told_) { // once: two peers must never bounce rejections
+      told_ = true;
+      forward(schema::frame_rejected{why});
+    }
   }
 
   void handle(const schema::step_report& r) { self_->send(manager_, r); }
@@ -154,6 +159,7 @@ private:
   caf::actor manager_;
   std::shared_ptr<spdlog::logger> logger_;
   std::uint64_t requests_ = 0;
+  bool told_ = false;
   std::map<std::uint64_t, caf::response_promise> pending_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include <caf/all.hpp>
 
@@ -144,9 +145,14 @@ private:
   }
 
   void on_frame(const wire_frame& w) {
-    auto f = open_targeted(self_, w, spec_.frame_limit, "bamboo.worker");
-    if (!f)
+    std::string why;
+    auto f = open_targeted(self_, w, spec_.frame_limit, "bamboo.worker", &why);
+    if (!f) { // the sender is told, once, so two peers never bounce rejections
+      if (told_.insert(self_->current_sender()).second)
+        self_->send(caf::actor_cast<caf::actor>(self_->current_sender()),
+                    to_wire(schema::frame_rejected{why}));
       return;
+    }
     target_ = f->target;
     std::visit([this](const auto& x) { handle(x); }, f->body);
   }
@@ -329,6 +335,7 @@ private:
   std::map<target, caf::actor> locals_, proxies_;
   std::map<caf::strong_actor_ptr, target> target_of_;
   std::map<target, std::vector<wire_frame>> held_; // for proxies not yet known
+  std::set<caf::strong_actor_ptr> told_;           // peers told of a bad frame
 };
 
 caf::behavior worker_agent(caf::stateful_actor<agent_state>* self, worker_spec spec) {

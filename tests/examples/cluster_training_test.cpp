@@ -11,6 +11,10 @@
 #include "transport/gloo_transport.hpp"
 #include "tests/examples/child_process.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <fstream>
 #include <random>
 
@@ -267,4 +271,36 @@ TEST_CASE("a worker killed in the middle of a large activation transfer is faile
   CHECK_FALSE(
       run.proc.wait_for(R"(stage 1: step 1 interrupted \(generation 1 ended)", 1s).empty());
   CHECK(latency < default_gloo_timeout / 3);
+}
+
+TEST_CASE("random and truncated bytes at the manager's port during training change "
+          "nothing",
+          "[examples]") {
+  auto cfg = small_gpt(51);
+  const auto expected = embedded_losses(cfg);
+  process_run run(cfg, "junk");
+  const auto port = run.proc.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
+  REQUIRE_FALSE(port.empty());
+  run.wait_steps(3);
+  std::mt19937 gen(9);
+  for (int n : {0, 1, 7, 64, 4096, 100000}) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    std::vector<char> junk(static_cast<std::size_t>(n));
+    for (auto& b : junk)
+      b = static_cast<char>(gen());
+    if (n > 0)
+      CHECK(send(fd, junk.data(), junk.size(), MSG_NOSIGNAL) >= 0);
+    close(fd);
+  }
+  run.finish();
+  CHECK(run.proc.log().find("0 preemptions survived") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  REQUIRE(m.losses.size() == expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k)
+    CHECK(m.losses[k] == expected[k]);
 }
