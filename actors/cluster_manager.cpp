@@ -271,11 +271,10 @@ private:
     if (!open_failovers_.empty()) {
       // Every event of the step, '+'-joined: "preempted" when a node was
       // preempted (killed or noticed), "failover" when its stage moved.
-      const bool preempted =
-          std::any_of(open_failovers_.begin(), open_failovers_.end(),
-                      [](const failover_record& f) {
-                        return f.cause.rfind("preempt", 0) == 0; // killed or noticed
-                      });
+      const bool preempted = std::any_of(
+          open_failovers_.begin(), open_failovers_.end(), [](const failover_record& f) {
+            return f.cause.rfind("preempt", 0) == 0; // killed or noticed
+          });
       rec.event = preempted ? "preempted+failover" : "failover";
       for (auto& f : open_failovers_) {
         f.latency_s = seconds_between(f_kill_time_[f.node], now);
@@ -443,8 +442,8 @@ private:
       logger_->info("node {} hands its stages over before step {} ({})", node, step_,
                     cause);
     else
-      logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node,
-                    step_, cause, 1e3 * seconds_between(f_kill_time_[node], now));
+      logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node, step_,
+                    cause, 1e3 * seconds_between(f_kill_time_[node], now));
     if (!decision.fatal.empty()) {
       fail(make_error(errc::unrecoverable_failure,
                       "node " + std::to_string(node) + " lost in step " +
@@ -454,8 +453,8 @@ private:
     }
     // End the old generation: every transfer still waiting on the dead node
     // fails now, not at a transport timeout.
-    end_generation("generation " + std::to_string(plan_.generation) +
-                   " ended: node " + std::to_string(node) + " lost");
+    end_generation("generation " + std::to_string(plan_.generation) + " ended: node " +
+                   std::to_string(node) + " lost");
     for (int s = 0; s < plan_.stages; ++s)
       if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
         shadow_actor_[s] = caf::actor{};

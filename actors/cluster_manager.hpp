@@ -43,7 +43,7 @@ struct failover_record {
   int stage = 0; // the stage it ran
   int heir = 0;  // the node that took the stage over
   std::int64_t step = 0;
-  std::string cause; // "preempted", "preemption notice", "actor down", ...
+  std::string cause;           // "preempted", "preemption notice", "actor down", ...
   double detect_s = 0;         // kill -> manager knew (when the kill time is known)
   double latency_s = 0;        // kill -> the step's completion
   int recomputed_forwards = 0; // lost stage's finished forwards redone by the heir

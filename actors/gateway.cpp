@@ -35,7 +35,8 @@ struct gateway_state {
         [this](attach_atom, int member) {
           auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
           if (!member_alive(member))
-            self_->send_exit(proxy, make_error(errc::node_lost, "lost before it started"));
+            self_->send_exit(proxy,
+                             make_error(errc::node_lost, "lost before it started"));
           else
             proxies_[member].push_back(proxy);
         },
@@ -92,8 +93,9 @@ private:
     self_->monitor(caf::actor_cast<caf::actor>(sender));
     tracker_.watch(node, clock_type::now());
     logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
-    reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
-                              static_cast<std::uint32_t>(spec_.heartbeat_period.count())});
+    reply(
+        schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
+                            static_cast<std::uint32_t>(spec_.heartbeat_period.count())});
     if (spec_.listener)
       self_->send(spec_.listener, joined_atom::value, node,
                   caf::actor_cast<caf::actor>(sender));

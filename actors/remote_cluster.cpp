@@ -7,7 +7,7 @@
 #include "actors/frame_channel.hpp"
 #include "actors/gateway.hpp"
 #include "actors/remote_stage.hpp"
-#include "actors/wire_config.hpp"
+#include "actors/wire_values.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "transport/gloo_transport.hpp"
@@ -114,7 +114,9 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   const int misses = opts.heartbeat_misses;
   gs.listener = self;
   auto gateway = spawn_gateway(sys, gs);
-  auto stop_gateway = [&] { caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown); };
+  auto stop_gateway = [&] {
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+  };
   auto bound = sys.middleman().publish(gateway, opts.port, opts.bind.c_str());
   if (!bound) {
     stop_gateway();

@@ -10,18 +10,12 @@
 #include "actors/gateway.hpp"
 #include "actors/messages.hpp"
 #include "actors/stage_actor.hpp"
+#include "actors/wire_values.hpp"
 #include "transport/log.hpp"
 
 namespace bamboo {
 
 namespace {
-
-std::vector<std::uint32_t> to_u32(const std::vector<int>& v) {
-  return {v.begin(), v.end()};
-}
-std::vector<int> to_int(const std::vector<std::uint32_t>& v) {
-  return {v.begin(), v.end()};
-}
 
 struct remote_state {
   static inline const char* name = "bamboo.remote_stage";
@@ -40,15 +34,16 @@ struct remote_state {
     // The worker's actors end with the manager's: a proxy that stops tells them.
     // When the gateway ended it (the process was declared lost) the process is
     // fenced: if it still runs (it was stopped, say), its state is stale.
-    self_->attach_functor([agent = spec_.agent, target = spec_.target](const caf::error& e) {
-      const bool lost = e.category() == error_category &&
-                        e.code() == static_cast<std::uint8_t>(errc::node_lost);
-      caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
-                                                             describe(e) + ")"
-                                                       : "the manager is done with "
-                                                         "the node"},
-                                    target));
-    });
+    self_->attach_functor(
+        [agent = spec_.agent, target = spec_.target](const caf::error& e) {
+          const bool lost = e.category() == error_category &&
+                            e.code() == static_cast<std::uint8_t>(errc::node_lost);
+          caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
+                                                                 describe(e) + ")"
+                                                           : "the manager is done with "
+                                                             "the node"},
+                                        target));
+        });
     return {
         [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
           forward(schema::run_step{gen, static_cast<std::uint64_t>(k)});
@@ -60,13 +55,7 @@ struct remote_state {
           forward(schema::progress_request{gen, id});
           return rp;
         },
-        [this](const resume_order& o) {
-          forward(schema::resume{o.generation, static_cast<std::uint64_t>(o.step),
-                                 to_u32(o.resend_activations),
-                                 to_u32(o.resend_gradients),
-                                 to_u32(o.delivered_activations),
-                                 to_u32(o.delivered_gradients), o.frc_enabled});
-        },
+        [this](const resume_order& o) { forward(to_frame(o)); },
         [this](const schema::commit& c) { forward(c); },
         [this](shadow_atom, const caf::actor& a) {
           forward(schema::shadow_link{static_cast<bool>(a)});
@@ -135,15 +124,7 @@ private:
     auto it = pending_.find(p.request);
     if (it == pending_.end())
       return;
-    stage_progress_msg m;
-    m.stage = static_cast<int>(p.stage);
-    m.step = p.step;
-    m.forwards = to_int(p.forwards);
-    m.backwards = to_int(p.backwards);
-    m.frc = to_int(p.frc);
-    m.complete = p.complete;
-    m.report = p.report;
-    it->second.deliver(std::move(m));
+    it->second.deliver(from_frame(p));
     pending_.erase(it);
   }
   void handle(const schema::frame_rejected& r) {

@@ -310,8 +310,8 @@ private:
   void send_sync(std::int64_t k, const at::Tensor& flat) {
     if (!connect(k))
       return;
-    auto st = transport_->send(predecessor(), make_tag(k, 0, tensor_kind::shadow_sync),
-                               flat);
+    auto st =
+        transport_->send(predecessor(), make_tag(k, 0, tensor_kind::shadow_sync), flat);
     if (!st) // the generation ended: the manager commits again after the re-plan
       logger_->info("stage {}: step {} gradients not sent to the shadow: {}", stage_, k,
                     st.detail);

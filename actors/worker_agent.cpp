@@ -14,7 +14,7 @@
 #include "actors/frame_channel.hpp"
 #include "actors/messages.hpp"
 #include "actors/node_agent.hpp"
-#include "actors/wire_config.hpp"
+#include "actors/wire_values.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "transport/log.hpp"
@@ -26,13 +26,6 @@ namespace {
 
 using schema::target;
 using join_timeout_atom = caf::atom_constant<caf::atom("jointime")>;
-
-std::vector<int> to_int(const std::vector<std::uint32_t>& v) {
-  return {v.begin(), v.end()};
-}
-std::vector<std::uint32_t> to_u32(const std::vector<int>& v) {
-  return {v.begin(), v.end()};
-}
 
 struct agent_state {
   static inline const char* name = "bamboo.worker";
@@ -52,8 +45,7 @@ struct agent_state {
             finish(make_error(errc::node_lost, "no answer from the manager to a join"));
         },
         [this](notice_atom, std::int64_t deadline_ms) {
-          logger_->info("node {}: preemption notice, {} ms left", member_,
-                        deadline_ms);
+          logger_->info("node {}: preemption notice, {} ms left", member_, deadline_ms);
           send_gateway(schema::preemption_notice{member(), deadline_ms});
           if (!group_)
             finish({}); // nothing to hand off
@@ -195,8 +187,8 @@ private:
       return;
     }
     learn_proxy();
-    registry_ = std::make_shared<transport_registry>(cfg->stages, spec_.store_host,
-                                                     store_port_);
+    registry_ =
+        std::make_shared<transport_registry>(cfg->stages, spec_.store_host, store_port_);
     auto parts = partition(layer_costs(cfg->model), cfg->stages);
     node_spec ns;
     ns.cfg = *cfg;
@@ -241,17 +233,7 @@ private:
   void handle(const schema::resync& r) {
     to_local(resync_atom::value, r.generation, static_cast<std::int64_t>(r.step));
   }
-  void handle(const schema::resume& r) {
-    resume_order o;
-    o.generation = r.generation;
-    o.step = static_cast<std::int64_t>(r.step);
-    o.resend_activations = to_int(r.resend_activations);
-    o.resend_gradients = to_int(r.resend_gradients);
-    o.delivered_activations = to_int(r.delivered_activations);
-    o.delivered_gradients = to_int(r.delivered_gradients);
-    o.frc_enabled = r.frc_enabled;
-    to_local(std::move(o));
-  }
+  void handle(const schema::resume& r) { to_local(from_frame(r)); }
   void handle(const schema::progress_request& r) {
     auto a = local();
     if (!a)
@@ -260,25 +242,14 @@ private:
     self_->request(a, std::chrono::seconds(30), progress_atom::value, r.generation)
         .then(
             [this, proxy, id = r.request](stage_progress_msg& p) {
-              schema::progress_report out;
-              out.request = id;
-              out.stage = static_cast<std::uint32_t>(p.stage);
-              out.step = p.step;
-              out.forwards = to_u32(p.forwards);
-              out.backwards = to_u32(p.backwards);
-              out.frc = to_u32(p.frc);
-              out.complete = p.complete;
-              out.report = p.report;
-              self_->send(proxy, to_wire(out));
+              self_->send(proxy, to_wire(to_frame(p, id)));
             },
             [this](caf::error& err) {
-              logger_->warn("node {}: no progress to report: {}", member_,
-                            describe(err));
+              logger_->warn("node {}: no progress to report: {}", member_, describe(err));
             });
   }
   void handle(const schema::generation_end& g) {
-    logger_->info("node {}: generation {} ended ({})", member_, g.generation,
-                  g.reason);
+    logger_->info("node {}: generation {} ended ({})", member_, g.generation, g.reason);
     if (registry_)
       registry_->abort(g.generation, g.reason);
   }
@@ -304,8 +275,7 @@ private:
   }
   template <class T>
   void handle(const T&) {
-    logger_->warn("node {}: dropped a frame of a kind a worker does not take",
-                  member_);
+    logger_->warn("node {}: dropped a frame of a kind a worker does not take", member_);
   }
 
   void on_down(const caf::down_msg& dm) {

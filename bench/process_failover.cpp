@@ -117,19 +117,27 @@ bool process_failover(const char* train_bin, int rounds) {
   std::mt19937 rng(2026);
   std::vector<double> latency, step_time;
   for (int r = 0; r < rounds; ++r) {
-    const std::string csv = "/tmp/bamboo_bench_failover_" + std::to_string(getpid()) + ".csv";
-    watched_child run({train_bin, "--processes", "--stages", "4", "--layers", "4",
-                       "--d-model", "128", "--heads", "4", "--seq-len", "64",
-                       "--micro-batch", "4", "--global-batch", "16", "--steps",
-                       std::to_string(steps), "--threads", "1", "--log-level", "warn",
-                       "--metrics", csv});
+    const std::string csv =
+        "/tmp/bamboo_bench_failover_" + std::to_string(getpid()) + ".csv";
+    watched_child run({train_bin,        "--processes",
+                       "--stages",       "4",
+                       "--layers",       "4",
+                       "--d-model",      "128",
+                       "--heads",        "4",
+                       "--seq-len",      "64",
+                       "--micro-batch",  "4",
+                       "--global-batch", "16",
+                       "--steps",        std::to_string(steps),
+                       "--threads",      "1",
+                       "--log-level",    "warn",
+                       "--metrics",      csv});
     const int node = static_cast<int>(rng() % 4);
     const int step = 4 + static_cast<int>(rng() % 5);
     std::smatch m;
     clock_type::time_point at;
-    if (!run.wait_for(std::regex("joined as node " + std::to_string(node) +
-                                 R"( \(pid (\d+)\))"),
-                      m, at, std::chrono::seconds(30)))
+    if (!run.wait_for(
+            std::regex("joined as node " + std::to_string(node) + R"( \(pid (\d+)\))"), m,
+            at, std::chrono::seconds(30)))
       return false;
     const pid_t victim = static_cast<pid_t>(std::stoi(m[1].str()));
     clock_type::time_point before;

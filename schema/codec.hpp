@@ -181,12 +181,12 @@ struct leave {
   std::string reason;
 };
 
-using frame = std::variant<heartbeat, preemption_notice, join_request, plan, step_report,
-                           commit, challenge_request, join_challenge, join_accept,
-                           join_refused, frame_rejected, assign, attach, run_step,
-                           progress_request, progress_report, resume, shadow_link,
-                           committed, synced, step_failed, generation_end, leave,
-                           sync_lost, resync>;
+using frame =
+    std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
+                 challenge_request, join_challenge, join_accept, join_refused,
+                 frame_rejected, assign, attach, run_step, progress_request,
+                 progress_report, resume, shadow_link, committed, synced, step_failed,
+                 generation_end, leave, sync_lost, resync>;
 
 // The actor a frame is for, among those one process stands for (1.2).
 enum class target : std::uint32_t { none = 0, stage = 1, shadow = 2 };

@@ -98,8 +98,9 @@ int main(int argc, char** argv) {
       if (!*ended)
         return 0; // let go by the manager
       const auto why = describe(*ended);
-      const bool refused = ended->category() == error_category &&
-                           ended->code() == static_cast<std::uint8_t>(errc::invalid_config);
+      const bool refused =
+          ended->category() == error_category &&
+          ended->code() == static_cast<std::uint8_t>(errc::invalid_config);
       std::cerr << "bamboo-worker: " << (refused ? "" : "error: ")
                 << (refused ? why.substr(why.find("refused")) : why) << "\n";
       return refused ? 2 : 1;
@@ -107,9 +108,11 @@ int main(int argc, char** argv) {
     const int sig = process::stop_signal();
     if (sig == SIGTERM && !noticed) {
       noticed = true;
-      deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+      deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
       self->send(agent, notice_atom::value, static_cast<std::int64_t>(deadline_ms));
-    } else if (sig == SIGINT || (noticed && std::chrono::steady_clock::now() >= deadline)) {
+    } else if (sig == SIGINT ||
+               (noticed && std::chrono::steady_clock::now() >= deadline)) {
       logger->info("leaving on {}", sig == SIGINT ? "SIGINT" : "the preemption deadline");
       return 0;
     }

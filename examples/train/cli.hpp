@@ -21,7 +21,7 @@ struct cli_options {
   std::string log_level = "info";
   bool quiet = false;
   bool print_schedule = false;
-  run_options run; // preemptions and detector settings
+  run_options run;        // preemptions and detector settings
   bool processes = false; // bamboo-train --processes
 };
 

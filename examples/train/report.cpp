@@ -12,8 +12,7 @@ bool run_report::open(const char* program) {
     return true;
   metrics_.open(o_.metrics);
   if (!metrics_) {
-    std::cerr << program << ": error: cannot write metrics file '" << o_.metrics
-              << "'\n";
+    std::cerr << program << ": error: cannot write metrics file '" << o_.metrics << "'\n";
     return false;
   }
   metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n";
@@ -76,7 +75,8 @@ int failure_status(const char* program, const caf::error& err) {
     std::cerr << program << ": fatal: " << describe(err) << "\n";
     return 3;
   }
-  const bool bad_input = ours && (code == errc::invalid_config || code == errc::invalid_data);
+  const bool bad_input =
+      ours && (code == errc::invalid_config || code == errc::invalid_data);
   std::cerr << program << ": error: " << describe(err) << "\n";
   return bad_input ? 2 : 1;
 }

@@ -1,6 +1,7 @@
 // A worker's agent against a stand-in manager (a scoped actor): the join by
 // challenge-response, and frames it cannot use (random, truncated, oversized)
-// answered with frame_rejected while the agent goes on.
+// answered with frame_rejected while the agent goes on. And the values that
+// cross between manager and workers, through the codec and back.
 #include <catch2/catch.hpp>
 
 #include <caf/all.hpp>
@@ -11,6 +12,7 @@
 #include "actors/errors.hpp"
 #include "actors/frame_channel.hpp"
 #include "actors/messages.hpp"
+#include "actors/wire_values.hpp"
 #include "actors/worker_agent.hpp"
 
 using namespace bamboo;
@@ -100,7 +102,92 @@ TEST_CASE("a worker agent whose join is refused ends with the reason", "[actors]
   (*f.manager)->monitor(f.agent);
   (*f.manager)->send(f.agent, to_wire(schema::join_refused{"wrong cluster token"}));
   caf::error reason;
-  (*f.manager)->receive([&](caf::down_msg& dm) { reason = dm.reason; },
-                        caf::after(std::chrono::seconds(5)) >> [] {});
+  (*f.manager)
+      ->receive([&](caf::down_msg& dm) { reason = dm.reason; },
+                caf::after(std::chrono::seconds(5)) >> [] {});
   CHECK(describe(reason) == "invalid_config: refused: wrong cluster token");
+}
+
+TEST_CASE("a run's configuration crosses the wire unchanged, and bad ones are refused",
+          "[actors]") {
+  train_config cfg;
+  cfg.model.kind = model_kind::bert;
+  cfg.model.layers = 6;
+  cfg.model.d_model = 96;
+  cfg.model.heads = 3;
+  cfg.model.dropout = 0.25;
+  cfg.optim.lr = 1.5e-3;
+  cfg.optim.clip_norm = 0.5;
+  cfg.stages = 3;
+  cfg.micro_batch = 2;
+  cfg.global_batch = 12;
+  cfg.steps = 77;
+  cfg.seed = 1234567890123ULL;
+  cfg.data = "/data/tokens.bin";
+  cfg.redundancy = redundancy_mode::eager;
+  auto d = schema::decode(schema::encode(schema::assign{1, 2, 0, 5, to_settings(cfg)},
+                                         schema::target::stage));
+  REQUIRE(d);
+  CHECK(d.target == schema::target::stage);
+  const auto& a = std::get<schema::assign>(d.value);
+  std::string problem;
+  auto back = from_settings(a.config, problem);
+  REQUIRE(back);
+  CHECK(back->model.kind == model_kind::bert);
+  CHECK(back->model.layers == 6);
+  CHECK(back->model.d_model == 96);
+  CHECK(back->model.dropout == 0.25);
+  CHECK(back->optim.lr == 1.5e-3);
+  CHECK(back->optim.clip_norm == 0.5);
+  CHECK(back->global_batch == 12);
+  CHECK(back->seed == 1234567890123ULL);
+  CHECK(back->data == "/data/tokens.bin");
+  CHECK(back->redundancy == redundancy_mode::eager);
+
+  auto bad = a.config;
+  bad.redundancy = "sometimes";
+  CHECK_FALSE(from_settings(bad, problem));
+  CHECK(problem == "unknown redundancy mode 'sometimes'");
+  bad = a.config;
+  bad.heads = 5; // does not divide 96
+  CHECK_FALSE(from_settings(bad, problem));
+}
+
+TEST_CASE("progress reports and resume orders cross the wire unchanged", "[actors]") {
+  stage_progress_msg p;
+  p.stage = 2;
+  p.step = 9;
+  p.forwards = {0, 1, 3};
+  p.backwards = {0};
+  p.frc = {1};
+  p.complete = false;
+  p.report.loss_sum = 1.25;
+  auto d = schema::decode(schema::encode(to_frame(p, 42)));
+  REQUIRE(d);
+  const auto& r = std::get<schema::progress_report>(d.value);
+  CHECK(r.request == 42);
+  auto q = from_frame(r);
+  CHECK(q.stage == 2);
+  CHECK(q.step == 9);
+  CHECK(q.forwards == std::vector<int>{0, 1, 3});
+  CHECK(q.backwards == std::vector<int>{0});
+  CHECK(q.frc == std::vector<int>{1});
+  CHECK(q.report.loss_sum == 1.25);
+
+  resume_order o;
+  o.generation = 3;
+  o.step = 9;
+  o.resend_activations = {2, 3};
+  o.delivered_gradients = {0};
+  o.frc_enabled = true;
+  auto e = schema::decode(schema::encode(to_frame(o), schema::target::shadow));
+  REQUIRE(e);
+  CHECK(e.target == schema::target::shadow);
+  auto back = from_frame(std::get<schema::resume>(e.value));
+  CHECK(back.generation == 3);
+  CHECK(back.step == 9);
+  CHECK(back.resend_activations == std::vector<int>{2, 3});
+  CHECK(back.resend_gradients.empty());
+  CHECK(back.delivered_gradients == std::vector<int>{0});
+  CHECK(back.frc_enabled);
 }

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "actors/embedded_cluster.hpp"
-#include "transport/gloo_transport.hpp"
 #include "tests/examples/child_process.hpp"
+#include "transport/gloo_transport.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -100,8 +100,8 @@ struct process_run {
     return a;
   }
   pid_t pid_of(int node) const {
-    auto pid = proc.wait_for("joined as node " + std::to_string(node) + R"( \(pid (\d+)\))",
-                             20s);
+    auto pid = proc.wait_for(
+        "joined as node " + std::to_string(node) + R"( \(pid (\d+)\))", 20s);
     REQUIRE_FALSE(pid.empty());
     return static_cast<pid_t>(std::stoi(pid));
   }
@@ -207,8 +207,9 @@ TEST_CASE("SIGTERM hands the stage to its shadow at a step boundary with zero "
   CHECK(log.find("node 1 hands its stages over before step") != std::string::npos);
   // Every stage, the heir's new one included, did each micro-batch once: nothing
   // of the stage was lost, nothing redone.
-  CHECK_FALSE(run.proc.wait_for(R"(work per stage \(forwards/backwards\): 4/4 4/4 4/4 4/4)")
-                  .empty());
+  CHECK_FALSE(
+      run.proc.wait_for(R"(work per stage \(forwards/backwards\): 4/4 4/4 4/4 4/4)")
+          .empty());
   auto m = read_metrics(run.metrics);
   REQUIRE(m.losses.size() == expected.size());
   for (std::size_t k = 0; k < expected.size(); ++k)
@@ -237,7 +238,9 @@ TEST_CASE("a worker killed in the middle of a large activation transfer is faile
     gloo_store_server store;
     std::unique_ptr<gloo_transport> a, b;
     std::string ea, eb;
-    std::thread t([&] { b = gloo_transport::join({"127.0.0.1", store.port(), 1, 2, 1}, eb); });
+    std::thread t([&] {
+      b = gloo_transport::join({"127.0.0.1", store.port(), 1, 2, 1}, eb);
+    });
     a = gloo_transport::join({"127.0.0.1", store.port(), 0, 2, 1}, ea);
     t.join();
     REQUIRE(a);
@@ -257,7 +260,8 @@ TEST_CASE("a worker killed in the middle of a large activation transfer is faile
                   {"--dropout", "0", "--vocab", "16", "--log-level", "debug"});
   const pid_t sender = run.pid_of(0); // stage 0 sends the activations
   REQUIRE_FALSE(
-      run.proc.wait_for(R"(stage 0 step 1: sending activation 0 to stage 1)", 60s).empty());
+      run.proc.wait_for(R"(stage 0 step 1: sending activation 0 to stage 1)", 60s)
+          .empty());
   std::this_thread::sleep_for(30ms); // well inside the transfer
   const auto killed = clock_type::now();
   REQUIRE(kill(sender, SIGKILL) == 0);
@@ -268,8 +272,8 @@ TEST_CASE("a worker killed in the middle of a large activation transfer is faile
        << std::chrono::duration<double>(latency).count() << " s");
   // The receiver's recv was ended by the control plane's loss notice, not by
   // Gloo (which would wait for its 30 s timeout).
-  CHECK_FALSE(
-      run.proc.wait_for(R"(stage 1: step 1 interrupted \(generation 1 ended)", 1s).empty());
+  CHECK_FALSE(run.proc.wait_for(R"(stage 1: step 1 interrupted \(generation 1 ended)", 1s)
+                  .empty());
   CHECK(latency < default_gloo_timeout / 3);
 }
 

@@ -1,4 +1,6 @@
-#include "actors/wire_config.hpp"
+#include "actors/wire_values.hpp"
+
+#include "actors/messages.hpp"
 
 namespace bamboo {
 
@@ -85,6 +87,64 @@ std::optional<train_config> from_settings(const schema::train_settings& s,
     return std::nullopt;
   }
   return cfg;
+}
+
+namespace {
+
+std::vector<std::uint32_t> to_u32(const std::vector<int>& v) {
+  return {v.begin(), v.end()};
+}
+std::vector<int> to_int(const std::vector<std::uint32_t>& v) {
+  return {v.begin(), v.end()};
+}
+
+} // namespace
+
+schema::progress_report to_frame(const stage_progress_msg& p, std::uint64_t request) {
+  schema::progress_report out;
+  out.request = request;
+  out.stage = static_cast<std::uint32_t>(p.stage);
+  out.step = p.step;
+  out.forwards = to_u32(p.forwards);
+  out.backwards = to_u32(p.backwards);
+  out.frc = to_u32(p.frc);
+  out.complete = p.complete;
+  out.report = p.report;
+  return out;
+}
+
+stage_progress_msg from_frame(const schema::progress_report& p) {
+  stage_progress_msg m;
+  m.stage = static_cast<int>(p.stage);
+  m.step = p.step;
+  m.forwards = to_int(p.forwards);
+  m.backwards = to_int(p.backwards);
+  m.frc = to_int(p.frc);
+  m.complete = p.complete;
+  m.report = p.report;
+  return m;
+}
+
+schema::resume to_frame(const resume_order& o) {
+  return {o.generation,
+          static_cast<std::uint64_t>(o.step),
+          to_u32(o.resend_activations),
+          to_u32(o.resend_gradients),
+          to_u32(o.delivered_activations),
+          to_u32(o.delivered_gradients),
+          o.frc_enabled};
+}
+
+resume_order from_frame(const schema::resume& r) {
+  resume_order o;
+  o.generation = r.generation;
+  o.step = static_cast<std::int64_t>(r.step);
+  o.resend_activations = to_int(r.resend_activations);
+  o.resend_gradients = to_int(r.resend_gradients);
+  o.delivered_activations = to_int(r.delivered_activations);
+  o.delivered_gradients = to_int(r.delivered_gradients);
+  o.frc_enabled = r.frc_enabled;
+  return o;
 }
 
 } // namespace bamboo
