@@ -21,7 +21,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int rounds = 15;
+constexpr int rounds = 51; // loopback is noisy: many interleaved rounds, medians
 constexpr std::int64_t floats = 4 << 20; // 16 MiB
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo> bare_group(std::uint16_t port, int rank) {
@@ -55,20 +55,30 @@ int main() {
   auto x = at::rand({floats});
   auto y = at::empty({floats});
   std::vector<double> ours, bare;
-  for (int r = 0; r < rounds; ++r) {
+  auto run_ours = [&](int r) {
     auto t0 = clock_type::now();
     std::thread rx([&] { b->recv(0, r, y, std::chrono::seconds(30)); });
     a->send(1, r, x);
     rx.join();
     a->flush(std::chrono::seconds(30));
     ours.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
-
-    t0 = clock_type::now();
+  };
+  auto run_bare = [&](int r) {
+    auto t0 = clock_type::now();
     std::vector<at::Tensor> sv{x}, rv{y};
     std::thread rx2([&] { pb->recv(rv, 0, r)->wait(); });
     pa->send(sv, 1, r)->wait();
     rx2.join();
     bare.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  };
+  for (int r = 0; r < rounds; ++r) { // alternating which goes first: no order bias
+    if (r % 2 == 0) {
+      run_ours(r);
+      run_bare(r);
+    } else {
+      run_bare(r);
+      run_ours(r);
+    }
   }
   const double mib = floats * 4 / 1048576.0;
   const double o = median(ours), c = median(bare);
