@@ -33,17 +33,31 @@ int main(int argc, char** argv) {
   }
 
   if (opts->processes) {
-    if (!opts->run.preemptions.empty() || opts->run.preempt_rate > 0) {
-      std::cerr << "bamboo-train: error: --preempt injects kills in embedded mode; with "
-                   "--processes send signals to the worker processes (their pids are "
-                   "printed)\n";
+    if (cfg.stages < 2) {
+      std::cerr << "bamboo-train: error: --processes needs --stages 2 or more (one "
+                   "worker process per stage)\n";
       return 2;
     }
-    std::vector<std::string> args; // ours, for the manager, less --processes
-    for (int i = 1; i < argc; ++i)
-      if (std::strcmp(argv[i], "--processes") != 0)
-        args.emplace_back(argv[i]);
-    return app::run_local_cluster(args, cfg.stages, opts->log_level);
+    if (opts->run.preempt_rate > 0) {
+      std::cerr << "bamboo-train: error: --preempt rate=R is for embedded runs; with "
+                   "--processes give node=N@step=K\n";
+      return 2;
+    }
+    // Ours, for the manager, less what the launcher itself does.
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--processes") == 0)
+        continue;
+      if (std::strcmp(argv[i], "--preempt") == 0) {
+        ++i; // and its value
+        continue;
+      }
+      if (std::strncmp(argv[i], "--preempt=", 10) == 0)
+        continue;
+      args.emplace_back(argv[i]);
+    }
+    return app::run_local_cluster(args, cfg.stages, opts->log_level,
+                                  opts->run.preemptions);
   }
 
   app::run_report report(*opts);

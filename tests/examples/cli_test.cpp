@@ -59,6 +59,8 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--preempt node=9@step=1", "node 9");
   check_rejected("--preempt sometimes", "--preempt 'sometimes'");
   check_rejected("--redundancy always", "--redundancy");
+  check_rejected("--processes --stages 1", "--stages 2 or more");
+  check_rejected("--processes --stages 2 --preempt rate=1", "rate=R is for embedded");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",
