@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/failover_accounting.hpp"
 #include "actors/failure_detector.hpp"
 #include "actors/node_agent.hpp"
 #include "actors/planner.hpp"
@@ -269,16 +270,13 @@ private:
     rec.grad_norm = ledger_.grad_norm();
     rec.work = ledger_.reports();
     if (!open_failovers_.empty()) {
-      // Every event of the step, '+'-joined: "preempted" when a node was
-      // preempted (killed or noticed), "failover" when its stage moved.
-      const bool preempted = std::any_of(
-          open_failovers_.begin(), open_failovers_.end(), [](const failover_record& f) {
-            return f.cause.rfind("preempt", 0) == 0; // killed or noticed
-          });
-      rec.event = preempted ? "preempted+failover" : "failover";
+      rec.event = failover_event(open_failovers_);
       for (auto& f : open_failovers_) {
         f.latency_s = seconds_between(f_kill_time_[f.node], now);
-        finish_failover_record(f);
+        auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
+        account_failover(f, ledger_.reports()[f.stage],
+                         kill ? std::optional<preempt_spec>(kill->spec) : std::nullopt,
+                         cfg);
         logger_->info(
             "step {} completed after losing node {}: {:.3f} s from the kill "
             "(detected after {:.3f} s), {} forwards and {} backwards recomputed, "
@@ -288,11 +286,8 @@ private:
         spec_.result->failovers.push_back(f);
       }
       open_failovers_.clear();
-      std::string work;
-      for (const auto& r : rec.work)
-        work += " " + std::to_string(r.forwards + r.inherited) + "/" +
-                std::to_string(r.backwards);
-      logger_->info("step {} work per stage (forwards/backwards):{}", step_, work);
+      logger_->info("step {} work per stage (forwards/backwards):{}", step_,
+                    stage_work(rec.work));
     } else if (degraded()) {
       rec.event = "degraded";
     }
@@ -358,36 +353,6 @@ private:
       return false;
     return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
                        [](const caf::actor& a) { return !a; });
-  }
-
-  // What the heir recomputed: the lost stage's finished work (known from the
-  // kill point when injected), minus what FRC had already done.
-  void finish_failover_record(failover_record& f) {
-    const auto& rep = ledger_.reports()[f.stage];
-    f.inherited = static_cast<int>(rep.inherited);
-    if (f.at_boundary) { // handed off before the step began: nothing was lost
-      f.recomputed_forwards = f.recomputed_backwards = 0;
-      return;
-    }
-    auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
-    if (!kill || kill->spec.step != f.step) {
-      f.recomputed_forwards = static_cast<int>(rep.forwards);
-      f.recomputed_backwards = static_cast<int>(rep.backwards);
-      return;
-    }
-    auto ops = make_schedule(f.stage, spec_.cfg.stages, spec_.cfg.micro_batches(),
-                             spec_.cfg.redundancy);
-    const int upto = std::min<int>(kill->spec.op, static_cast<int>(ops.size()));
-    std::set<int> fwd, bwd;
-    for (int i = 0; i < upto; ++i) {
-      if (ops[i].kind == op_kind::forward)
-        fwd.insert(ops[i].micro_batch);
-      else if (ops[i].kind == op_kind::backward)
-        bwd.insert(ops[i].micro_batch);
-    }
-    // Forwards the heir inherited from FRC are not recomputed.
-    f.recomputed_forwards = std::max(0, static_cast<int>(fwd.size()) - f.inherited);
-    f.recomputed_backwards = static_cast<int>(bwd.size());
   }
 
   // --- failures ---------------------------------------------------------------

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "actors/failover_accounting.hpp"
 #include "actors/failure_detector.hpp"
 #include "actors/planner.hpp"
 #include "actors/preemption.hpp"
@@ -153,4 +154,50 @@ TEST_CASE("after a failover, unprotected stages get shadows on their predecessor
   // Now node 2 may die too, in a later step: covered.
   CHECK(plan_failover(d.plan, 2).fatal.empty());
   CHECK(plan_reshadow(cluster_plan::initial(4, redundancy_mode::off)).empty());
+}
+
+TEST_CASE("a failover's recomputed work comes from the kill point, minus FRC, and is "
+          "zero for a hand-off at a step boundary",
+          "[actors]") {
+  train_config cfg;
+  cfg.stages = 4;
+  cfg.micro_batch = 4;
+  cfg.global_batch = 16; // M = 4
+  cfg.redundancy = redundancy_mode::lazy;
+  schema::step_report heir;
+  heir.forwards = 4;
+  heir.backwards = 4;
+  failover_record f;
+  f.stage = 1;
+  f.step = 7;
+  // Stage 1 of 4 runs F0 F1 F2 B0 F3 B1 B2 B3: killed before op 5, it had done
+  // forwards 0-3 and backward 0.
+  account_failover(f, heir, preempt_spec{1, 7, 5}, cfg);
+  CHECK(f.recomputed_forwards == 4);
+  CHECK(f.recomputed_backwards == 1);
+  heir.inherited = 2; // two of those forwards came from FRC
+  account_failover(f, heir, preempt_spec{1, 7, 5}, cfg);
+  CHECK(f.recomputed_forwards == 2);
+  // No known kill point (a real crash): the heir's work is the bound.
+  account_failover(f, heir, std::nullopt, cfg);
+  CHECK(f.recomputed_forwards == 4);
+  CHECK(f.recomputed_backwards == 4);
+  f.at_boundary = true;
+  account_failover(f, heir, std::nullopt, cfg);
+  CHECK(f.recomputed_forwards == 0);
+  CHECK(f.recomputed_backwards == 0);
+
+  failover_record crash, notice;
+  crash.cause = "connection lost";
+  notice.cause = "preemption notice";
+  CHECK(failover_event({}) == "");
+  CHECK(failover_event({crash}) == "failover");
+  CHECK(failover_event({crash, notice}) == "preempted+failover");
+  schema::step_report a, b;
+  a.forwards = 2;
+  a.inherited = 2;
+  a.backwards = 4;
+  b.forwards = 4;
+  b.backwards = 4;
+  CHECK(stage_work({a, b}) == " 4/4 4/4");
 }
