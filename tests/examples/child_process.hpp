@@ -1,5 +1,5 @@
 // A child process for the multi-process tests: stdout and stderr to a log
-// file, killed and reaped when the test that started it ends.
+// file, killed and reaped (and its log removed) when the test that started it ends.
 #pragma once
 
 #include <signal.h>
@@ -46,6 +46,7 @@ public:
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
+    std::remove(log_.c_str()); // a failing check has printed what it needs
   }
   pid_t pid() const { return pid_; }
   std::string log() const {
