@@ -2,12 +2,53 @@
 
 #include <caf/all.hpp>
 
+#include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
+#include "actors/stage_actor.hpp"
+#include "actors/system.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "model/schedule.hpp"
 
 namespace bamboo {
+
+namespace {
+
+// Nodes as actors of this process: shadows get gradients by hand-off, a
+// generation ends by aborting its transport group, clones make new shadows.
+class local_nodes : public node_backend {
+public:
+  explicit local_nodes(node_resources r) : r_(std::move(r)) {}
+
+  node_handles spawn(caf::local_actor* manager, const node_assignment& a) override {
+    return spawn_node(manager, a, r_);
+  }
+  shadow_sync sync() const override { return r_.sync; }
+  void end_generation(std::uint64_t gen, const std::string& reason) override {
+    r_.transports->abort(gen, reason);
+  }
+  stage_actor add_shadow(caf::local_actor* manager, int node,
+                         std::shared_ptr<node_group> group,
+                         const replica_handle& replica) override {
+    stage_actor_spec sh;
+    sh.cfg = r_.cfg;
+    sh.node = node;
+    sh.executor = replica.executor;
+    sh.injector = r_.injector;
+    sh.transports = r_.transports;
+    sh.sync = r_.sync;
+    sh.group = group;
+    auto actor = spawn_shadow_actor(manager, std::move(sh));
+    group->add(actor);
+    return actor;
+  }
+  bool can_reshadow() const override { return true; }
+
+private:
+  node_resources r_;
+};
+
+} // namespace
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
   if (auto problem = validate(cfg))
@@ -26,14 +67,13 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     return make_error(errc::invalid_data, problem);
 
   caf::actor_system_config sys_cfg;
-  register_errors(sys_cfg);
-  register_messages(sys_cfg);
+  configure(sys_cfg);
   caf::actor_system sys{sys_cfg};
 
-  manager_spec spec;
-  spec.cfg = cfg;
-  spec.parts = partition(layer_costs(cfg.model), cfg.stages);
-  spec.corpus = corpus;
+  node_resources res;
+  res.cfg = cfg;
+  res.corpus = corpus;
+  res.heartbeat_period = opts.heartbeats.period;
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
       make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
@@ -41,14 +81,19 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
        poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
     kills.push_back(k);
   if (!kills.empty())
-    spec.injector = std::make_shared<preemption_injector>(std::move(kills));
-  spec.heartbeat_period = opts.heartbeat_period;
+    res.injector = std::make_shared<preemption_injector>(std::move(kills));
   try {
-    spec.transports = std::make_shared<transport_registry>(opts.transport, cfg.stages);
+    res.transports = std::make_shared<transport_registry>(opts.transport, cfg.stages);
   } catch (const std::exception& e) {
     return make_error(errc::transport_failure, std::string("transport: ") + e.what());
   }
-  spec.heartbeat_misses = opts.heartbeat_misses;
+
+  manager_spec spec;
+  spec.cfg = cfg;
+  spec.parts = partition(layer_costs(cfg.model), cfg.stages);
+  spec.injector = res.injector;
+  spec.nodes = std::make_shared<local_nodes>(std::move(res));
+  spec.heartbeats = opts.heartbeats;
   spec.collect_parameters = opts.collect_parameters;
   spec.on_step = opts.on_step;
   spec.result = std::make_shared<run_result>();

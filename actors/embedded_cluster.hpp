@@ -1,14 +1,16 @@
 // Embedded mode: the manager and every stage as actors of one process, tensors
-// handed over directly. The same actors and messages as a multi-process cluster.
+// handed over directly (or through Gloo sockets on 127.0.0.1). The same actors
+// and messages as a multi-process cluster.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include <caf/expected.hpp>
 
-#include "actors/cluster_manager.hpp"
-#include "actors/failure_detector.hpp"
-#include "actors/preemption.hpp"
+#include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/plan/preemption.hpp"
+#include "actors/plan/run_record.hpp"
 #include "model/config.hpp"
 #include "transport/transport_registry.hpp"
 
@@ -19,8 +21,7 @@ struct run_options {
   std::function<void(const step_record&)> on_step;
   std::vector<preempt_spec> preemptions; // injected kills
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
-  std::chrono::milliseconds heartbeat_period = default_heartbeat_period;
-  int heartbeat_misses = default_heartbeat_misses;
+  heartbeat_policy heartbeats;
   transport_kind transport = transport_kind::local; // gloo: real sockets on 127.0.0.1
 };
 

@@ -26,22 +26,43 @@ caf::error make_error(errc e, std::string context) {
           caf::make_message(std::move(context))};
 }
 
+namespace {
+// The context's first element, when it is the words of the error.
+std::string words(const caf::message& ctx) {
+  if (ctx.size() > 0 && ctx.match_element<std::string>(0))
+    return ": " + ctx.get_as<std::string>(0);
+  return "";
+}
+} // namespace
+
+caf::error make_loss(failover_cause cause, const std::string& detail) {
+  std::string text = to_string(cause);
+  if (!detail.empty())
+    text += " (" + detail + ")";
+  return {static_cast<std::uint8_t>(errc::node_lost), error_category,
+          caf::make_message(std::move(text), static_cast<std::uint8_t>(cause), detail)};
+}
+
+std::optional<loss> loss_of(const caf::error& err) {
+  const auto& ctx = err.context();
+  if (err.category() != error_category ||
+      err.code() != static_cast<std::uint8_t>(errc::node_lost) ||
+      !ctx.match_elements<std::string, std::uint8_t, std::string>())
+    return std::nullopt;
+  return loss{static_cast<failover_cause>(ctx.get_as<std::uint8_t>(1)),
+              ctx.get_as<std::string>(2)};
+}
+
 std::string describe(const caf::error& err) {
   if (err.category() != error_category)
     return caf::to_string(err);
-  std::string out = to_string(static_cast<errc>(err.code()));
-  if (err.context().match_elements<std::string>())
-    out += ": " + err.context().get_as<std::string>(0);
-  return out;
+  return to_string(static_cast<errc>(err.code())) + words(err.context());
 }
 
 void register_errors(caf::actor_system_config& cfg) {
   cfg.add_error_category(error_category,
                          [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
-                           std::string out = to_string(static_cast<errc>(code));
-                           if (ctx.match_elements<std::string>())
-                             out += ": " + ctx.get_as<std::string>(0);
-                           return out;
+                           return to_string(static_cast<errc>(code)) + words(ctx);
                          });
 }
 

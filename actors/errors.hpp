@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
+
+#include "actors/plan/run_record.hpp"
 
 namespace caf {
 class actor_system_config;
@@ -28,6 +31,14 @@ constexpr caf::atom_value error_category = caf::atom("bamboo");
 const char* to_string(errc e);
 caf::error make_error(errc e);
 caf::error make_error(errc e, std::string context);
+// errc::node_lost saying how: "connection lost (remote_link_unreachable)".
+caf::error make_loss(failover_cause cause, const std::string& detail);
+struct loss {
+  failover_cause cause;
+  std::string detail;
+};
+// The cause and detail a make_loss error carries; nullopt for any other error.
+std::optional<loss> loss_of(const caf::error& err);
 // "bamboo error: invalid_data: cannot read ..." as one line for users.
 std::string describe(const caf::error& err);
 

@@ -2,47 +2,9 @@
 
 #include <caf/all.hpp>
 
-#include "actors/messages.hpp"
+#include "actors/protocol.hpp"
 
 namespace bamboo {
-
-void heartbeat_tracker::watch(int node, clock::time_point now) {
-  nodes_[node] = entry{now, clock::duration{0}, 0};
-}
-
-void heartbeat_tracker::forget(int node) {
-  nodes_.erase(node);
-}
-
-void heartbeat_tracker::seen(int node, clock::time_point now) {
-  auto it = nodes_.find(node);
-  if (it == nodes_.end())
-    return;
-  auto& e = it->second;
-  if (e.beats > 0)
-    e.max_gap = std::max(e.max_gap, now - e.last);
-  e.last = now;
-  ++e.beats;
-}
-
-std::vector<int> heartbeat_tracker::expired(clock::time_point now,
-                                            clock::duration timeout) const {
-  std::vector<int> out;
-  for (const auto& [node, e] : nodes_)
-    if (now - e.last > timeout)
-      out.push_back(node);
-  return out;
-}
-
-heartbeat_tracker::clock::duration heartbeat_tracker::max_gap(int node) const {
-  auto it = nodes_.find(node);
-  return it == nodes_.end() ? clock::duration{0} : it->second.max_gap;
-}
-
-int heartbeat_tracker::beats(int node) const {
-  auto it = nodes_.find(node);
-  return it == nodes_.end() ? 0 : it->second.beats;
-}
 
 namespace {
 
@@ -51,12 +13,12 @@ struct detector_state {
 };
 
 caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, int node,
-                             caf::actor manager, std::chrono::milliseconds period) {
+                             caf::actor target, std::chrono::milliseconds period) {
   auto beat = [=] {
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::system_clock::now().time_since_epoch());
-    self->send(manager, schema::heartbeat{static_cast<std::uint32_t>(node), 0, 0,
-                                          static_cast<std::int64_t>(now.count())});
+    self->send(target, schema::heartbeat{static_cast<std::uint32_t>(node), 0, 0,
+                                         static_cast<std::int64_t>(now.count())});
     self->delayed_send(self, period, tick_atom::value);
   };
   beat();
@@ -65,9 +27,9 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, int node
 
 } // namespace
 
-caf::actor spawn_failure_detector(caf::local_actor* parent, int node, caf::actor manager,
+caf::actor spawn_failure_detector(caf::local_actor* parent, int node, caf::actor target,
                                   std::chrono::milliseconds period) {
-  return parent->spawn<caf::monitored>(detector_actor, node, std::move(manager), period);
+  return parent->spawn<caf::monitored>(detector_actor, node, std::move(target), period);
 }
 
 } // namespace bamboo

@@ -4,10 +4,10 @@
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
-#include "actors/messages.hpp"
-#include "actors/preemption.hpp"
+#include "actors/plan/preemption.hpp"
+#include "actors/shadow_state.hpp"
+#include "log/log.hpp"
 #include "model/stage_executor.hpp"
-#include "transport/log.hpp"
 #include "transport/transport_registry.hpp"
 
 // Weak so that we link with or without OpenBLAS; it keeps its own thread pool,
@@ -20,22 +20,6 @@ struct gradient_list {
   std::vector<at::Tensor> grads;
 };
 
-void node_group::add(caf::actor a) {
-  std::lock_guard<std::mutex> guard{mtx};
-  members.push_back(std::move(a));
-}
-
-void node_group::kill_all(const caf::actor_addr& except) {
-  std::vector<caf::actor> victims;
-  {
-    std::lock_guard<std::mutex> guard{mtx};
-    victims.swap(members);
-  }
-  for (auto& a : victims)
-    if (a.address() != except)
-      caf::anon_send_exit(a, caf::exit_reason::kill);
-}
-
 namespace {
 
 std::vector<int> to_vector(const std::set<int>& s) {
@@ -45,7 +29,7 @@ std::vector<int> to_vector(const std::set<int>& s) {
 struct stage_state {
   static inline const char* name = "bamboo.stage";
 
-  explicit stage_state(caf::event_based_actor* self) : self_(self) {}
+  explicit stage_state(stage_actor::pointer self) : self_(self) {}
 
   void init(stage_actor_spec spec, caf::actor supervisor) {
     spec_ = std::move(spec);
@@ -59,7 +43,7 @@ struct stage_state {
     self_->set_default_handler(caf::print_and_drop);
   }
 
-  caf::behavior active() {
+  stage_actor::behavior_type active() {
     return {
         [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
           if (gen < gen_)
@@ -70,15 +54,21 @@ struct stage_state {
         [this](progress_atom, std::uint64_t) { return progress(); },
         [this](const resume_order& o) { resume(o); },
         [this](const schema::commit& c) { commit(c); },
-        [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
+        [this](const shadow_update&) {
+          logger_->warn("stage {}: an active stage got a shadow's update", stage_);
+        },
+        [this](shadow_atom, bool present, const caf::actor& a) {
+          has_shadow_ = present;
+          shadow_ = caf::actor_cast<stage_actor>(a);
+        },
         // The shadow lost step k's gradients with the generation: send them again.
         [this](resync_atom, std::uint64_t gen, std::int64_t k) {
-          if (shadow_ && last_sync_.defined() && spec_.executor->updates() == k + 1) {
+          if (has_shadow_ && last_sync_.defined() && spec_.executor->updates() == k + 1) {
             gen_ = std::max(gen_, gen);
             send_sync(k, last_sync_);
           }
         },
-        [this](params_atom) { return state_blobs(); },
+        [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
         // Between steps: the exact state of this stage, for a new shadow.
         [this](clone_atom) { return replica_handle{spec_.executor->clone()}; },
         // A new replica of the successor on this node: FRC may use it.
@@ -89,14 +79,20 @@ struct stage_state {
     };
   }
 
-  caf::behavior shadow() {
+  stage_actor::behavior_type shadow() {
     return {
+        [this](run_step_atom, std::uint64_t, std::int64_t k) {
+          logger_->warn("shadow of stage {}: not active, ignored step {}", stage_, k);
+        },
+        [](progress_atom, std::uint64_t) -> caf::result<stage_progress> {
+          return caf::make_error(caf::sec::unexpected_message); // only owners are asked
+        },
         [this](const shadow_update& u) {
           spec_.executor->apply_gradients(u.step, u.grads->grads);
-          self_->send(supervisor_, synced_atom::value, u.generation, u.step, stage_);
+          tell(self_, supervisor_, synced_atom::value, u.generation, u.step, stage_);
         },
         [this](const schema::commit& c) {
-          if (spec_.sync_through_transport)
+          if (spec_.sync == shadow_sync::transport)
             receive_sync(c);
         },
         [this](const resume_order& o) {
@@ -106,14 +102,22 @@ struct stage_state {
           self_->become(active());
           if (spec_.executor->updates() > o.step) {
             // The owner's update of this step reached us before it died.
-            self_->send(supervisor_, committed_atom::value, o.generation, o.step, stage_);
+            tell(self_, supervisor_, committed_atom::value, o.generation, o.step, stage_);
             return;
           }
           spec_.executor->promote(o.step);
           resume(o);
         },
-        [this](shadow_atom, const caf::actor& a) { shadow_ = a; },
-        [this](params_atom) { return state_blobs(); },
+        [this](shadow_atom, bool present, const caf::actor& a) {
+          has_shadow_ = present;
+          shadow_ = caf::actor_cast<stage_actor>(a);
+        },
+        [](resync_atom, std::uint64_t, std::int64_t) {}, // a shadow has nothing to re-send
+        [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
+        [](clone_atom) -> caf::result<replica_handle> {
+          return caf::make_error(caf::sec::unexpected_message); // only owners are cloned
+        },
+        [](const replica_handle&) {}, // FRC is for active stages
     };
   }
 
@@ -138,6 +142,10 @@ private:
     self_->quit(caf::exit_reason::kill);
   }
 
+  void fail(std::int64_t k, const std::string& why) {
+    tell(self_, supervisor_, step_failed_atom::value, gen_, k, stage_, why);
+  }
+
   // This stage's endpoint of the current generation's group (a shadow uses
   // the endpoint of its node's stage, the predecessor's rank).
   bool connect(std::int64_t k) { return connect(k, stage_); }
@@ -149,8 +157,7 @@ private:
     if (transport_)
       return true;
     logger_->error("stage {}: no transport for generation {}: {}", stage_, gen_, error);
-    self_->send(supervisor_, step_failed_atom::value, gen_, k, stage_,
-                "transport: " + error);
+    fail(k, "transport: " + error);
     return false;
   }
 
@@ -183,12 +190,11 @@ private:
     if (!out.status) {
       logger_->warn("stage {} step {} failed: {}: {}", stage_, k,
                     to_string(out.status.code), out.status.detail);
-      self_->send(supervisor_, step_failed_atom::value, gen_, k, stage_,
-                  std::string(to_string(out.status.code)) + ": " + out.status.detail);
+      fail(k, std::string(to_string(out.status.code)) + ": " + out.status.detail);
       return;
     }
     last_ = make_report(k, out);
-    self_->send(supervisor_, last_);
+    tell(self_, supervisor_, last_);
   }
 
   schema::step_report make_report(std::int64_t k, const step_outcome& out) const {
@@ -207,9 +213,9 @@ private:
     return rep;
   }
 
-  stage_progress_msg progress() const {
+  stage_progress progress() const {
     const auto& p = spec_.executor->progress();
-    stage_progress_msg m;
+    stage_progress m;
     m.stage = stage_;
     m.step = p.step;
     m.forwards = to_vector(p.forwards);
@@ -231,8 +237,7 @@ private:
     auto st = ex.resend(o.resend_activations, o.resend_gradients, *transport_);
     if (!st) {
       if (st.code != transport_errc::aborted)
-        self_->send(supervisor_, step_failed_atom::value, gen_, o.step, stage_,
-                    "resend: " + st.detail);
+        fail(o.step, "resend: " + st.detail);
       return;
     }
     if (!ex.progress().complete)
@@ -252,59 +257,23 @@ private:
       auto grads = std::make_shared<gradient_list>();
       grads->grads = ex.clip_gradients(c.clip_coef);
       // The shadow applies the same update on its own thread, meanwhile.
-      if (shadow_ && spec_.sync_through_transport) {
+      if (has_shadow_ && spec_.sync == shadow_sync::transport) {
         gen_ = std::max(gen_, c.generation);
-        last_sync_ = pack_gradients(grads->grads);
+        last_sync_ = pack_gradients(ex, grads->grads);
         send_sync(k, last_sync_);
       } else if (shadow_) {
         self_->send(shadow_, shadow_update{c.generation, k, stage_, grads});
       }
       ex.apply_update(k);
     } catch (const std::exception& e) {
-      self_->send(supervisor_, step_failed_atom::value, c.generation, k, stage_,
+      tell(self_, supervisor_, step_failed_atom::value, c.generation, k, stage_,
                   std::string("optimizer update: ") + e.what());
       return;
     }
-    self_->send(supervisor_, committed_atom::value, c.generation, k, stage_);
+    tell(self_, supervisor_, committed_atom::value, c.generation, k, stage_);
   }
 
   int predecessor() const { return (stage_ + spec_.cfg.stages - 1) % spec_.cfg.stages; }
-
-  // One flat tensor: a defined-mask, then every gradient (zeros where undefined).
-  at::Tensor pack_gradients(const std::vector<at::Tensor>& grads) const {
-    std::vector<at::Tensor> parts;
-    auto mask = at::zeros({static_cast<long>(grads.size())}, at::kFloat);
-    const auto& params = spec_.executor->parameters();
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      if (grads[i].defined())
-        mask[static_cast<long>(i)] = 1.0f;
-      parts.push_back(grads[i].defined() ? grads[i].reshape(-1)
-                                         : at::zeros({params[i].tensor.numel()}));
-    }
-    parts.insert(parts.begin(), mask);
-    return at::cat(parts);
-  }
-
-  std::vector<at::Tensor> unpack_gradients(const at::Tensor& flat) const {
-    const auto& params = spec_.executor->parameters();
-    std::vector<at::Tensor> grads;
-    auto mask = flat.narrow(0, 0, static_cast<long>(params.size()));
-    long offset = static_cast<long>(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const auto& p = params[i].tensor;
-      auto g = flat.narrow(0, offset, p.numel()).view(p.sizes()).clone();
-      offset += p.numel();
-      grads.push_back(mask[static_cast<long>(i)].item<float>() != 0 ? g : at::Tensor());
-    }
-    return grads;
-  }
-
-  long packed_size() const {
-    long n = static_cast<long>(spec_.executor->parameters().size());
-    for (const auto& p : spec_.executor->parameters())
-      n += p.tensor.numel();
-    return n;
-  }
 
   // Owner: step k's gradients to the node holding the replica (rank s-1).
   void send_sync(std::int64_t k, const at::Tensor& flat) {
@@ -324,7 +293,7 @@ private:
     if (ex.updates() <= k) {
       gen_ = std::max(gen_, c.generation);
       prepare_thread();
-      auto flat = at::empty({packed_size()}, at::kFloat);
+      auto flat = at::empty({packed_size(ex)}, at::kFloat);
       transport_status st{transport_errc::aborted, "no transport"};
       if (connect(k, predecessor()))
         st = transport_->recv(stage_, make_tag(k, 0, tensor_kind::shadow_sync), flat);
@@ -332,38 +301,19 @@ private:
         // The manager has both sides try again in the next generation.
         logger_->info("shadow of stage {}: no gradients for step {}: {}", stage_, k,
                       st.detail);
-        self_->send(supervisor_, sync_lost_atom::value, c.generation, k, stage_);
+        tell(self_, supervisor_, sync_lost_atom::value, c.generation, k, stage_);
         return;
       }
-      ex.apply_gradients(k, unpack_gradients(flat));
+      ex.apply_gradients(k, unpack_gradients(ex, flat));
     }
-    self_->send(supervisor_, synced_atom::value, c.generation, k, stage_);
+    tell(self_, supervisor_, synced_atom::value, c.generation, k, stage_);
   }
 
-  // Parameters, both AdamW moments and the step counter, by name.
-  std::vector<param_blob> state_blobs() const {
-    std::vector<param_blob> out;
-    auto blob = [&](const std::string& name, const at::Tensor& t) {
-      auto c = t.detach().contiguous();
-      const float* data = c.data_ptr<float>();
-      out.push_back({name, std::vector<float>(data, data + c.numel())});
-    };
-    const auto& opt = spec_.executor->optimizer();
-    const auto& params = opt.params();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      blob(params[i].name, params[i].tensor);
-      blob(params[i].name + "#exp_avg", opt.exp_avg()[i]);
-      blob(params[i].name + "#exp_avg_sq", opt.exp_avg_sq()[i]);
-    }
-    out.push_back({"stage" + std::to_string(stage_) + "#steps",
-                   {static_cast<float>(opt.steps_taken())}});
-    return out;
-  }
-
-  caf::event_based_actor* self_;
+  stage_actor::pointer self_;
   stage_actor_spec spec_;
   caf::actor supervisor_;
-  caf::actor shadow_;
+  bool has_shadow_ = false;
+  stage_actor shadow_; // in-process shadows only
   std::shared_ptr<tensor_transport> transport_;
   std::shared_ptr<spdlog::logger> logger_;
   std::vector<instruction> ops_;
@@ -375,27 +325,29 @@ private:
   at::Tensor last_sync_; // the gradients last sent to the shadow (re-sent on demand)
 };
 
-caf::behavior active_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,
-                           caf::actor supervisor) {
+using stage_pointer = stage_actor::stateful_pointer<stage_state>;
+
+stage_actor::behavior_type active_stage(stage_pointer self, stage_actor_spec spec,
+                                        caf::actor supervisor) {
   self->state.init(std::move(spec), std::move(supervisor));
   return self->state.active();
 }
 
-caf::behavior shadow_stage(caf::stateful_actor<stage_state>* self, stage_actor_spec spec,
-                           caf::actor supervisor) {
+stage_actor::behavior_type shadow_stage(stage_pointer self, stage_actor_spec spec,
+                                        caf::actor supervisor) {
   self->state.init(std::move(spec), std::move(supervisor));
   return self->state.shadow();
 }
 
 } // namespace
 
-caf::actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
+stage_actor spawn_stage_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
   auto sup = caf::actor_cast<caf::actor>(supervisor);
   return supervisor->spawn<caf::detached + caf::monitored>(active_stage, std::move(spec),
                                                            std::move(sup));
 }
 
-caf::actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
+stage_actor spawn_shadow_actor(caf::local_actor* supervisor, stage_actor_spec spec) {
   auto sup = caf::actor_cast<caf::actor>(supervisor);
   return supervisor->spawn<caf::detached + caf::monitored>(shadow_stage, std::move(spec),
                                                            std::move(sup));

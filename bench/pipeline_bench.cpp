@@ -16,7 +16,7 @@
 #include "actors/errors.hpp"
 #include "bench/bench_util.hpp"
 #include "model/model.hpp"
-#include "transport/log.hpp"
+#include "log/log.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 

@@ -1,13 +1,15 @@
 #include "bench/process_failover.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <random>
 #include <regex>
 #include <string>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
+#include "examples/cluster/child_process.hpp"
 
 namespace bamboo::bench {
 
@@ -22,24 +25,18 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// A child whose stdout lines are read, time-stamped, on a thread.
+// A child whose stdout lines are read, time-stamped, on a thread; it and its
+// group are killed and reaped when the run ends, however it ends.
 class watched_child {
 public:
   explicit watched_child(std::vector<std::string> args) {
     int fds[2];
-    if (pipe(fds) != 0)
-      return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      close(fds[0]);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    if (pipe2(fds, O_CLOEXEC) != 0)
+      throw std::runtime_error("pipe");
+    proc::child_options o;
+    o.args = std::move(args);
+    o.stdout_fd = fds[1];
+    proc_ = std::make_unique<proc::child>(std::move(o));
     close(fds[1]);
     reader_ = std::thread([this, fd = fds[0]] {
       FILE* in = fdopen(fd, "r");
@@ -52,10 +49,7 @@ public:
     });
   }
   ~watched_child() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
+    proc_.reset(); // the pipe's writers die with the group: the reader ends
     if (reader_.joinable())
       reader_.join();
   }
@@ -76,16 +70,10 @@ public:
     }
     return false;
   }
-  int wait_exit() {
-    int st = 0;
-    waitpid(pid_, &st, 0);
-    reaped_ = true;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
+  int wait_exit() { return proc_->wait(std::chrono::seconds(120)).value_or(-1); }
 
 private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
+  std::unique_ptr<proc::child> proc_;
   std::thread reader_;
   std::mutex mtx_;
   std::vector<std::pair<clock_type::time_point, std::string>> lines_;

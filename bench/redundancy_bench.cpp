@@ -9,7 +9,7 @@
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
 #include "bench/bench_util.hpp"
-#include "transport/log.hpp"
+#include "log/log.hpp"
 
 using namespace bamboo;
 using bench::median;

@@ -7,8 +7,8 @@ namespace bamboo::bert {
 
 inline constexpr double mask_rate = 0.15;
 
-std::vector<layer_ptr> layers(const model_config& cfg, std::uint64_t seed, int first,
-                              int last);
+// Each block attends to every position.
+inline constexpr bool causal_attention = false;
 
 // 15% of positions are chosen (at least one per sample); of those 80% become
 // [MASK], 10% a random token, 10% stay. Labels are -100 elsewhere. The draws come

@@ -5,8 +5,8 @@
 
 namespace bamboo::gpt {
 
-std::vector<layer_ptr> layers(const model_config& cfg, std::uint64_t seed, int first,
-                              int last);
+// Each block attends to earlier positions only.
+inline constexpr bool causal_attention = true;
 
 // Inputs are the sample's first T tokens, targets the T tokens after each.
 micro_batch batch(const model_config& cfg, const token_corpus& corpus,

@@ -17,10 +17,25 @@ std::vector<double> layer_costs(const model_config& cfg) {
   return costs;
 }
 
+// Both models are an embedding, transformer blocks and a head; they differ in
+// the blocks' attention mask and in their micro-batches.
 std::vector<layer_ptr> build_layers(const model_config& cfg, std::uint64_t seed,
                                     int first, int last) {
-  return cfg.kind == model_kind::gpt ? gpt::layers(cfg, seed, first, last)
-                                     : bert::layers(cfg, seed, first, last);
+  const bool causal =
+      cfg.kind == model_kind::gpt ? gpt::causal_attention : bert::causal_attention;
+  std::vector<layer_ptr> out;
+  const int head = cfg.pipeline_layers() - 1;
+  for (int i = first; i < last; ++i) {
+    if (i == 0)
+      out.push_back(std::make_shared<embedding_layer>(
+          i, seed, cfg.input_vocab(), cfg.seq_len, cfg.d_model, cfg.dropout));
+    else if (i == head)
+      out.push_back(std::make_shared<head_layer>(i, seed, cfg.d_model, cfg.vocab));
+    else
+      out.push_back(std::make_shared<transformer_block>(
+          i, seed, cfg.d_model, cfg.heads, cfg.mlp_ratio, causal, cfg.dropout));
+  }
+  return out;
 }
 
 micro_batch make_micro_batch(const train_config& cfg, const token_corpus& corpus,

@@ -1,6 +1,6 @@
 #include "model/stage_executor.hpp"
 
-#include "transport/log.hpp"
+#include "log/log.hpp"
 
 namespace bamboo {
 

@@ -7,7 +7,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "transport/log.hpp"
+#include "log/log.hpp"
 
 namespace bamboo {
 

@@ -13,13 +13,15 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/gateway.hpp"
-#include "actors/remote_cluster.hpp"
+#include "actors/net/cluster_runner.hpp"
+#include "actors/net/gateway.hpp"
+#include "actors/net/network.hpp"
 #include "examples/cluster/process.hpp"
+#include "examples/cluster/status.hpp"
 #include "examples/train/cli.hpp"
 #include "examples/train/report.hpp"
 #include "transport/gloo_transport.hpp"
-#include "transport/log.hpp"
+#include "log/log.hpp"
 
 using namespace bamboo;
 
@@ -29,15 +31,14 @@ namespace {
 int admit_only(const cluster_options& c) {
   process::install_stop_handlers();
   caf::actor_system_config cfg;
-  process::configure(cfg);
+  configure_network(cfg);
   caf::actor_system sys{cfg};
   gloo_store_server store(0, c.bind);
   gateway_spec spec;
   spec.token = c.token;
   spec.frame_limit = c.frame_limit;
   spec.store_port = store.port();
-  spec.heartbeat_period = c.heartbeat_period;
-  spec.heartbeat_misses = c.heartbeat_misses;
+  spec.heartbeats = c.heartbeats;
   auto gateway = spawn_gateway(sys, spec);
   auto bound = sys.middleman().publish(gateway, c.port, c.bind.c_str());
   if (!bound) {
@@ -49,6 +50,7 @@ int admit_only(const cluster_options& c) {
   std::printf("bamboo-manager: listening on %s:%u (store %u)\n", c.bind.c_str(), *bound,
               store.port());
   std::fflush(stdout);
+  status::emit("listening " + std::to_string(*bound));
   while (process::stop_signal() == 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   log::get("bamboo.manager")->info("stopping on signal {}", process::stop_signal());
@@ -94,8 +96,7 @@ int main(int argc, char** argv) {
     return 2;
   c.port = static_cast<std::uint16_t>(port);
   c.token = *token;
-  c.heartbeat_period = o.run.heartbeat_period;
-  c.heartbeat_misses = o.run.heartbeat_misses;
+  c.heartbeats = o.run.heartbeats;
   c.join_timeout = std::chrono::seconds(join_timeout_s);
   if (app.count("--stages") == 0)
     return admit_only(c);
@@ -107,8 +108,13 @@ int main(int argc, char** argv) {
     std::printf("bamboo-manager: listening on %s:%u, waiting for %d workers\n",
                 c.bind.c_str(), p, o.cfg.stages);
     std::fflush(stdout);
+    status::emit("listening " + std::to_string(p));
   };
-  c.on_step = [&](const step_record& r) { report.on_step(r); };
+  c.on_started = [] { status::emit("started"); };
+  c.on_step = [&](const step_record& r) {
+    report.on_step(r);
+    status::emit("committed " + std::to_string(r.step));
+  };
   auto result = run_cluster(o.cfg, c);
   if (!result)
     return app::failure_status("bamboo-manager", result.error());

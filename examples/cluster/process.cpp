@@ -2,12 +2,7 @@
 
 #include <iostream>
 
-#include <caf/io/middleman.hpp>
-
-#include "actors/auth.hpp"
-#include "actors/errors.hpp"
-#include "actors/frame_channel.hpp"
-#include "actors/messages.hpp"
+#include "actors/net/auth.hpp"
 
 namespace bamboo::process {
 
@@ -47,13 +42,6 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv,
     return 2;
   }
   return std::nullopt;
-}
-
-void configure(caf::actor_system_config& cfg) {
-  cfg.load<caf::io::middleman>();
-  register_errors(cfg);
-  register_messages(cfg);
-  register_frames(cfg);
 }
 
 } // namespace bamboo::process

@@ -1,5 +1,5 @@
 // What bamboo-manager and bamboo-worker set up alike: stop signals, the
-// cluster token, and an actor system with CAF's network layer.
+// cluster token, the command line. (Their actor system: configure_network.)
 #pragma once
 
 #include <csignal>
@@ -7,7 +7,6 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <caf/actor_system_config.hpp>
 
 namespace bamboo::process {
 
@@ -25,8 +24,5 @@ std::optional<std::string> token_or_complain(const char* program,
 // one "<program>: error: ..." line), or nullopt to go on.
 std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv,
                                  const char* program);
-
-// Middleman loaded, bamboo's errors, messages and frames registered.
-void configure(caf::actor_system_config& cfg);
 
 } // namespace bamboo::process

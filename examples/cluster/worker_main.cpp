@@ -5,6 +5,8 @@
 // again as a new node. SIGTERM is a preemption notice: the manager is told the
 // deadline, hands the stage to its shadow at the next step boundary and lets
 // the node go; the worker leaves by the deadline in any case.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -14,20 +16,21 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
-#include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
-#include "actors/frame_channel.hpp"
-#include "actors/messages.hpp"
-#include "actors/worker_agent.hpp"
+#include "actors/net/network.hpp"
+#include "actors/net/worker_agent.hpp"
+#include "actors/protocol.hpp"
 #include "examples/cluster/process.hpp"
-#include "transport/log.hpp"
+#include "examples/cluster/status.hpp"
+#include "log/log.hpp"
 
 using namespace bamboo;
 
 int main(int argc, char** argv) {
   CLI::App app{"bamboo-worker: a node of a bamboo cluster"};
   std::string manager_addr, token_file, zone = "default", log_level = "info";
-  int heartbeat_ms = 200, deadline_ms = 30000;
+  int heartbeat_ms = static_cast<int>(default_heartbeat_period.count());
+  int deadline_ms = 30000;
   std::size_t frame_limit = schema::default_frame_limit;
   app.add_option("--manager", manager_addr, "the manager's host:port")->required();
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
   process::install_stop_handlers();
 
   caf::actor_system_config cfg;
-  process::configure(cfg);
+  configure_network(cfg);
   caf::actor_system sys{cfg};
   auto logger = log::get("bamboo.worker");
   const std::string host = m[1].str();
@@ -78,6 +81,13 @@ int main(int argc, char** argv) {
   ws.store_host = host;
   ws.frame_limit = frame_limit;
   ws.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
+  ws.on_joined = [](int node, bool again) {
+    const int pid = static_cast<int>(getpid());
+    std::printf("bamboo-worker: joined %sas node %d (pid %d)\n", again ? "again " : "", node,
+                pid);
+    std::fflush(stdout);
+    status::emit("joined " + std::to_string(node) + " " + std::to_string(pid));
+  };
   auto agent = spawn_worker_agent(sys, ws);
   self->monitor(agent);
   bool noticed = false;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "actors/planner.hpp"
+#include "actors/plan/planner.hpp"
 #include "examples/sim/py_heap.hpp"
 
 namespace bamboo::sim {

@@ -1,5 +1,5 @@
 // A discrete-event replay of spot-instance traces. The bamboo-nsdi23 policy is
-// the original simulator's model; bamboo runs our planner (actors/planner.hpp)
+// the original simulator's model; bamboo runs our planner (actors/plan/planner.hpp)
 // with a redundancy mode; checkpoint-restart and on-demand are the baselines.
 #pragma once
 

@@ -19,6 +19,9 @@ train_options::train_options(CLI::App& app, cli_options& o)
   auto& c = o.cfg;
   auto& m = c.model;
   auto& model = s_->model;
+  // A later option overrides an earlier one (.ci/demo passes defaults that a
+  // user's own options replace); only --preempt collects every value.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--model", model, "gpt or bert")
       ->check(CLI::IsMember({"gpt", "bert"}))
       ->capture_default_str();
@@ -61,14 +64,15 @@ train_options::train_options(CLI::App& app, cli_options& o)
       ->capture_default_str();
   app.add_option(
       "--preempt", s_->preempt,
-      "inject a preemption: node=N@step=K[.op=J] or rate=R (kills per 100 steps)");
+      "inject a preemption: node=N@step=K[.op=J] or rate=R (kills per 100 steps)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--print-schedule", o.print_schedule,
                "print each stage's instruction timeline for one step and exit");
-  s_->heartbeat_ms = static_cast<int>(o.run.heartbeat_period.count());
+  s_->heartbeat_ms = static_cast<int>(o.run.heartbeats.period.count());
   app.add_option("--heartbeat-ms", s_->heartbeat_ms, "failure detector heartbeat period")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--heartbeat-misses", o.run.heartbeat_misses,
+  app.add_option("--heartbeat-misses", o.run.heartbeats.misses,
                  "missed heartbeats before a node is declared lost")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -82,7 +86,7 @@ std::optional<std::string> train_options::finish() {
   c.redundancy = s_->redundancy == "off"     ? redundancy_mode::off
                  : s_->redundancy == "eager" ? redundancy_mode::eager
                                              : redundancy_mode::lazy;
-  o_.run.heartbeat_period = std::chrono::milliseconds(s_->heartbeat_ms);
+  o_.run.heartbeats.period = std::chrono::milliseconds(s_->heartbeat_ms);
   o_.run.transport =
       s_->transport == "gloo" ? transport_kind::gloo : transport_kind::local;
   for (const auto& p : s_->preempt)

@@ -1,19 +1,17 @@
 #include "examples/train/local_cluster.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <iostream>
 #include <map>
+#include <memory>
 #include <random>
-#include <regex>
-#include <thread>
+
+#include "examples/cluster/child_process.hpp"
+#include "examples/cluster/status.hpp"
 
 namespace bamboo::app {
 
@@ -22,12 +20,6 @@ namespace {
 volatile sig_atomic_t interrupted = 0;
 extern "C" void on_interrupt(int sig) {
   interrupted = sig;
-}
-
-std::string sibling(const std::string& name) {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / name).string();
 }
 
 // A fresh token for this cluster only, handed to the children in their environment.
@@ -39,111 +31,133 @@ std::string make_token() {
   return t;
 }
 
-pid_t spawn(const std::vector<std::string>& args, int stdout_fd) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(stdout_fd, 1);
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    std::fprintf(stderr, "bamboo-train: error: cannot start %s: %s\n", argv[0],
-                 std::strerror(errno));
-    _exit(127);
+// Whole lines from a descriptor, as they come.
+class line_reader {
+public:
+  explicit line_reader(int fd) : fd_(fd) {}
+  int fd() const { return fd_; }
+  template <class F>
+  void drain(F&& on_line) {
+    char buf[4096];
+    const ssize_t n = read(fd_, buf, sizeof(buf));
+    if (n > 0)
+      pending_.append(buf, static_cast<std::size_t>(n));
+    for (std::size_t nl; (nl = pending_.find('\n')) != std::string::npos;) {
+      on_line(pending_.substr(0, nl + 1));
+      pending_.erase(0, nl + 1);
+    }
   }
-  return pid;
-}
+  const std::string& rest() const { return pending_; }
+
+private:
+  int fd_;
+  std::string pending_;
+};
+
+struct pipe_pair {
+  int read = -1, write = -1;
+  pipe_pair() {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) == 0) {
+      read = fds[0];
+      write = fds[1];
+    }
+  }
+  ~pipe_pair() {
+    for (int fd : {read, write})
+      if (fd >= 0)
+        close(fd);
+  }
+};
 
 } // namespace
 
 int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
                       const std::string& log_level,
                       const std::vector<preempt_spec>& kills) {
-  setenv("BAMBOO_TOKEN", make_token().c_str(), 1);
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) {
+  // Every child writes its output into one pipe (short lines arrive whole),
+  // relayed to our stdout; its events into another (status.hpp).
+  pipe_pair out, events;
+  if (out.read < 0 || events.read < 0) {
     std::perror("bamboo-train: pipe");
     return 1;
   }
-  // Every child writes its lines into one pipe (short lines arrive whole):
-  // the manager's port, the workers' node numbers and pids, the run.
-  std::vector<std::string> margs{sibling("bamboo-manager"), "--port", "0"};
+  const std::vector<std::pair<std::string, std::string>> env{
+      {"BAMBOO_TOKEN", make_token()}, {status::fd_variable, std::to_string(events.write)}};
+  auto start = [&](std::vector<std::string> args) {
+    proc::child_options o;
+    o.args = std::move(args);
+    o.env = env;
+    o.stdout_fd = out.write;
+    o.pass_fds = {events.write};
+    return std::make_unique<proc::child>(std::move(o));
+  };
+  const std::string dir = proc::program_dir();
+  std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0"};
   margs.insert(margs.end(), manager_args.begin(), manager_args.end());
-  const pid_t manager = spawn(margs, pipe_fds[1]);
-  std::vector<pid_t> workers;
-  std::map<int, pid_t> pid_of_node;
+  auto manager = start(margs);
+  std::vector<std::unique_ptr<proc::child>> workers;
+  std::map<long, pid_t> pid_of_node;
   std::vector<bool> fired(kills.size(), false);
-  static const std::regex listening(R"(listening on [^:]+:(\d+))");
-  static const std::regex joined(R"(joined (?:again )?as node (\d+) \(pid (\d+)\))");
-  static const std::regex step_done(R"(^step (\d+)/)");
-  auto on_line = [&](const std::string& line) {
-    std::fputs(line.c_str(), stdout);
-    std::fflush(stdout);
-    std::smatch m;
-    if (workers.empty() && std::regex_search(line, m, listening)) {
+  // Kills for step k fire as it begins: when step k-1 committed (or the run started).
+  auto fire = [&](long step) {
+    for (std::size_t i = 0; i < kills.size(); ++i)
+      if (!fired[i] && kills[i].step == step && pid_of_node.count(kills[i].node)) {
+        fired[i] = true;
+        const pid_t pid = pid_of_node[kills[i].node];
+        std::printf("bamboo-train: kill -9 of node %d (pid %d) in step %ld\n",
+                    kills[i].node, static_cast<int>(pid), step);
+        std::fflush(stdout);
+        for (auto& w : workers)
+          if (w->pid() == pid)
+            w->signal(SIGKILL);
+      }
+  };
+  auto on_event = [&](const std::string& line) {
+    auto e = status::parse(line);
+    if (!e)
+      return;
+    if (e->kind == "listening" && workers.empty()) {
       for (int n = 0; n < stages; ++n)
-        workers.push_back(spawn({sibling("bamboo-worker"), "--manager",
-                                 "127.0.0.1:" + m[1].str(), "--log-level", log_level},
-                                pipe_fds[1]));
-    } else if (std::regex_search(line, m, joined)) {
-      pid_of_node[std::stoi(m[1].str())] = static_cast<pid_t>(std::stoi(m[2].str()));
-    } else if (std::regex_search(line, m, step_done)) {
-      const long done = std::stol(m[1].str()); // steps 0..done-1 are complete
-      for (std::size_t i = 0; i < kills.size(); ++i)
-        if (!fired[i] && kills[i].step == done && pid_of_node.count(kills[i].node)) {
-          fired[i] = true;
-          std::printf("bamboo-train: kill -9 of node %d (pid %d) in step %ld\n",
-                      kills[i].node, static_cast<int>(pid_of_node[kills[i].node]), done);
-          std::fflush(stdout);
-          kill(pid_of_node[kills[i].node], SIGKILL);
-        }
+        workers.push_back(start({dir + "/bamboo-worker", "--manager",
+                                 "127.0.0.1:" + std::to_string(e->values[0]),
+                                 "--log-level", log_level}));
+    } else if (e->kind == "joined") {
+      pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
+    } else if (e->kind == "started") {
+      fire(0);
+    } else if (e->kind == "committed") {
+      fire(e->values[0] + 1);
     }
   };
-  // Lines until the manager ends (the workers may outlive it a moment).
-  std::string pending;
-  int status = 0;
-  bool manager_done = false;
-  while (!interrupted && !manager_done) {
-    pollfd pfd{pipe_fds[0], POLLIN, 0};
-    if (poll(&pfd, 1, 50) > 0) {
-      char buf[4096];
-      const ssize_t n = read(pipe_fds[0], buf, sizeof(buf));
-      if (n > 0)
-        pending.append(buf, static_cast<std::size_t>(n));
-    }
-    for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-      on_line(pending.substr(0, nl + 1));
-      pending.erase(0, nl + 1);
-    }
-    manager_done = waitpid(manager, &status, WNOHANG) == manager;
+  auto relay = [](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  line_reader out_lines(out.read), event_lines(events.read);
+  std::optional<int> status;
+  while (!interrupted && !(status = manager->poll())) {
+    pollfd pfds[2] = {{out.read, POLLIN, 0}, {events.read, POLLIN, 0}};
+    if (poll(pfds, 2, 50) <= 0)
+      continue;
+    if (pfds[0].revents & POLLIN)
+      out_lines.drain(relay);
+    if (pfds[1].revents & POLLIN)
+      event_lines.drain(on_event);
   }
-  if (interrupted) {
-    kill(manager, SIGKILL);
-    waitpid(manager, &status, 0);
-  }
-  for (pid_t w : workers)
-    kill(w, SIGKILL);
-  for (pid_t w : workers)
-    waitpid(w, nullptr, 0);
+  manager.reset(); // killed and reaped if still running (interrupted)
+  workers.clear(); // the workers may outlive the manager a moment
   // What the children wrote last.
-  for (pollfd pfd{pipe_fds[0], POLLIN, 0}; poll(&pfd, 1, 0) > 0;) {
-    char buf[4096];
-    const ssize_t n = read(pipe_fds[0], buf, sizeof(buf));
-    if (n <= 0)
-      break;
-    pending.append(buf, static_cast<std::size_t>(n));
-  }
-  std::fputs(pending.c_str(), stdout);
-  close(pipe_fds[0]);
-  close(pipe_fds[1]);
+  for (pollfd pfd{out.read, POLLIN, 0}; poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);)
+    out_lines.drain(relay);
+  std::fputs(out_lines.rest().c_str(), stdout);
   if (interrupted)
     return 128 + interrupted;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return status.value_or(1);
 }
 
 } // namespace bamboo::app

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/preemption.hpp"
+#include "actors/plan/preemption.hpp"
 
 namespace bamboo::app {
 

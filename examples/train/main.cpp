@@ -13,7 +13,7 @@
 #include "examples/train/local_cluster.hpp"
 #include "examples/train/report.hpp"
 #include "model/schedule.hpp"
-#include "transport/log.hpp"
+#include "log/log.hpp"
 
 using namespace bamboo;
 

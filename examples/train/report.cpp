@@ -49,10 +49,10 @@ void run_report::summary(const run_result& r) const {
   for (const auto& f : r.failovers) {
     fwd += f.recomputed_forwards;
     bwd += f.recomputed_backwards;
-    char buf[160];
+    char buf[320];
     std::snprintf(buf, sizeof(buf), "%s%.3f s (node %d, step %lld, %s)",
                   latencies.empty() ? "" : ", ", f.latency_s, f.node,
-                  static_cast<long long>(f.step), f.cause.c_str());
+                  static_cast<long long>(f.step), describe(f).c_str());
     latencies += buf;
   }
   const double mean_step = elapsed_ / steps.size();

@@ -8,7 +8,7 @@
 
 #include <caf/error.hpp>
 
-#include "actors/cluster_manager.hpp"
+#include "actors/plan/run_record.hpp"
 #include "examples/train/cli.hpp"
 
 namespace bamboo::app {

@@ -7,7 +7,7 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
-#include "actors/messages.hpp"
+#include "actors/plan/run_record.hpp"
 
 using namespace bamboo;
 

@@ -187,7 +187,7 @@ TEST_CASE("heartbeats keep their period while a stage runs a long backward pass"
   c.steps = 2;
   c.threads = 1;
   run_options o;
-  o.heartbeat_period = std::chrono::milliseconds(40);
+  o.heartbeats.period = std::chrono::milliseconds(40);
   auto r = run_embedded(c, o);
   REQUIRE(r);
   double busy = 0;

@@ -1,63 +1,103 @@
-// A child process for the multi-process tests: stdout and stderr to a log
-// file, killed and reaped (and its log removed) when the test that started it ends.
+// Children of the multi-process tests, on the one child-process helper
+// (examples/cluster/child_process.hpp): each in its own process group, killed
+// by the kernel if the test binary dies, and killed and reaped with its whole
+// group when the test that started it ends, a failed assertion included. Logs
+// and files go to a scratch directory (mkdtemp) removed when the test ends.
+// Every child carries BAMBOO_TEST_TAG, inherited by its own children, so a
+// test can check that no process of ours is left.
 #pragma once
 
+#include <dirent.h>
 #include <signal.h>
-#include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "examples/cluster/child_process.hpp"
+#include "tests/scratch_dir.hpp"
+
 namespace bamboo::test {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-// A child process whose stdout and stderr go to a log file.
+// The tag of this test binary's children.
+inline std::string test_tag() {
+  return "bamboo-test-" + std::to_string(getpid());
+}
+
+// Live processes (zombies too) whose environment carries this binary's tag.
+inline std::vector<pid_t> tagged_processes() {
+  std::vector<pid_t> out;
+  const std::string want = "BAMBOO_TEST_TAG=" + test_tag();
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= env.size(); ++i)
+      if (i == env.size() || env[i] == '\0') {
+        if (env.compare(start, i - start, want) == 0)
+          out.push_back(static_cast<pid_t>(std::stol(name)));
+        start = i + 1;
+      }
+  }
+  return out;
+}
+
+// Waits up to `timeout` for every tagged process to be gone (a killed group
+// takes a moment to go); returns those still there.
+inline std::vector<pid_t> leftover_processes(std::chrono::milliseconds timeout = 3s) {
+  const auto deadline = clock_type::now() + timeout;
+  auto left = tagged_processes();
+  while (!left.empty() && clock_type::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+    left = tagged_processes();
+  }
+  return left;
+}
+
+// Declared first in a test, checked last: no process of ours is left, whether
+// the test passed or a check failed. (Needs Catch included before this header.)
+struct no_leftovers {
+  ~no_leftovers() {
+    auto left = leftover_processes();
+    INFO(left.size() << " processes left behind");
+    CHECK(left.empty());
+  }
+};
+
+// A child process whose stdout and stderr go to a log file in `dir`.
 class child {
 public:
-  child(const std::string& name, std::vector<std::string> args, const std::string& token)
-      : log_("/tmp/bamboo_cluster_" + name + "_" + std::to_string(getpid()) + "_" +
-             std::to_string(counter()++) + ".log") {
-    std::remove(log_.c_str());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* f = std::fopen(log_.c_str(), "w");
-      dup2(fileno(f), 1);
-      dup2(fileno(f), 2);
-      setenv("BAMBOO_TOKEN", token.c_str(), 1);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~child() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    std::remove(log_.c_str()); // a failing check has printed what it needs
-  }
-  pid_t pid() const { return pid_; }
+  child(const scratch_dir& dir, const std::string& name, std::vector<std::string> args,
+        const std::string& token)
+      : log_(dir.file(name + ".log")), proc_(options(log_, std::move(args), token)) {}
+
+  pid_t pid() const { return proc_.pid(); }
+  bool signal(int sig) const { return proc_.signal(sig); }
+  // Not yet ended (a zombie counts as ended: it is reaped here).
+  bool running() { return !proc_.poll(); }
   std::string log() const {
     std::ifstream in(log_);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
   }
-  // Waits until the log matches `re`; returns the match or "" on timeout.
-  std::string wait_for(const std::string& re,
-                       std::chrono::milliseconds timeout = 10s) const {
+  // Waits until the log matches `re`; returns the match (its first group if
+  // any) or "" on timeout.
+  std::string wait_for(const std::string& re, std::chrono::milliseconds timeout = 10s) const {
     const std::regex pattern(re);
     const auto deadline = clock_type::now() + timeout;
     while (clock_type::now() < deadline) {
@@ -69,28 +109,22 @@ public:
     }
     return "";
   }
-  // Exit status, waiting at most `timeout` (-1 if still running).
+  // Exit status (128 + signal after one), waiting at most `timeout`; -1 if still running.
   int wait_exit(std::chrono::milliseconds timeout = 10s) {
-    const auto deadline = clock_type::now() + timeout;
-    while (clock_type::now() < deadline) {
-      int st = 0;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
+    return proc_.wait(timeout).value_or(-1);
   }
 
 private:
-  static int& counter() {
-    static int n = 0;
-    return n;
+  static proc::child_options options(const std::string& log, std::vector<std::string> args,
+                                     const std::string& token) {
+    proc::child_options o;
+    o.args = std::move(args);
+    o.log_file = log;
+    o.env = {{"BAMBOO_TOKEN", token}, {"BAMBOO_TEST_TAG", test_tag()}};
+    return o;
   }
   std::string log_;
-  pid_t pid_ = -1;
-  bool reaped_ = false;
+  proc::child proc_;
 };
 
 } // namespace bamboo::test

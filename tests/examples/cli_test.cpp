@@ -9,7 +9,11 @@
 #include <iterator>
 #include <string>
 
+#include "tests/scratch_dir.hpp"
+
 namespace {
+
+using bamboo::test::scratch_dir;
 
 struct outcome {
   int status = -1;
@@ -53,8 +57,9 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--data /nonexistent/tokens.bin", "cannot read");
   check_rejected("--d-model 100 --heads 3", "does not divide");
   check_rejected("--model gpt3", "--model");
-  std::ofstream("/tmp/bamboo_cli_odd.bin", std::ios::binary) << "abc";
-  check_rejected("--data /tmp/bamboo_cli_odd.bin", "odd length");
+  const scratch_dir dir;
+  std::ofstream(dir.file("odd.bin"), std::ios::binary) << "abc";
+  check_rejected("--data " + dir.file("odd.bin"), "odd length");
   check_rejected("--metrics /nonexistent/dir/m.csv --steps 1", "metrics");
   check_rejected("--preempt node=9@step=1", "node 9");
   check_rejected("--preempt sometimes", "--preempt 'sometimes'");
@@ -76,13 +81,15 @@ TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",
 
 TEST_CASE("bamboo-train survives injected preemptions and summarises them",
           "[examples]") {
+  const scratch_dir dir;
+  const auto csv = dir.file("failover.csv");
   auto r = run_train("--steps 6 --stages 4 --redundancy eager --log-level warn "
-                     "--preempt node=1@step=2.op=3 --preempt node=3@step=4 --metrics "
-                     "/tmp/bamboo_cli_failover.csv");
+                     "--preempt node=1@step=2.op=3 --preempt node=3@step=4 --metrics " +
+                     csv);
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(r.output.find("2 preemptions survived") != std::string::npos);
-  std::ifstream in("/tmp/bamboo_cli_failover.csv");
+  std::ifstream in(csv);
   std::string all((std::istreambuf_iterator<char>(in)), {});
   CHECK(all.find(",preempted+failover") != std::string::npos);
   CHECK(all.find(",degraded") != std::string::npos);
@@ -96,11 +103,12 @@ TEST_CASE("bamboo-train prints the schedule with FRC slots marked", "[examples]"
 }
 
 TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {
-  auto r = run_train("--steps 3 --stages 2 --quiet --log-level warn --metrics "
-                     "/tmp/bamboo_cli_metrics.csv");
+  const scratch_dir dir;
+  const auto csv = dir.file("metrics.csv");
+  auto r = run_train("--steps 3 --stages 2 --quiet --log-level warn --metrics " + csv);
   INFO(r.output);
   REQUIRE(r.status == 0);
-  std::ifstream in("/tmp/bamboo_cli_metrics.csv");
+  std::ifstream in(csv);
   std::string header, line;
   std::getline(in, header);
   CHECK(header.rfind("step,loss,samples_per_s,generation", 0) == 0);
@@ -125,12 +133,13 @@ void check_sim_rejected(const std::string& args, const std::string& needle) {
 } // namespace
 
 TEST_CASE("bamboo-sim rejects bad traces and options with exit status 2", "[examples]") {
-  std::ofstream("/tmp/bamboo_sim_bad.csv") << "0,add,n1\n1000,add,n2\n2000,drop,n1\n";
-  check_sim_rejected("--trace /tmp/bamboo_sim_bad.csv", "bamboo_sim_bad.csv:3:");
-  std::ofstream("/tmp/bamboo_sim_unknown.csv") << "0,add,n1\n5,remove,n7\n";
-  check_sim_rejected("--trace /tmp/bamboo_sim_unknown.csv", "unknown node 'n7'");
-  std::ofstream("/tmp/bamboo_sim_empty.csv") << "\n";
-  check_sim_rejected("--trace /tmp/bamboo_sim_empty.csv", "empty");
+  const scratch_dir dir;
+  std::ofstream(dir.file("bad.csv")) << "0,add,n1\n1000,add,n2\n2000,drop,n1\n";
+  check_sim_rejected("--trace " + dir.file("bad.csv"), "bad.csv:3:");
+  std::ofstream(dir.file("unknown.csv")) << "0,add,n1\n5,remove,n7\n";
+  check_sim_rejected("--trace " + dir.file("unknown.csv"), "unknown node 'n7'");
+  std::ofstream(dir.file("empty.csv")) << "\n";
+  check_sim_rejected("--trace " + dir.file("empty.csv"), "empty");
   check_sim_rejected("--trace /nonexistent.csv", "cannot read");
   check_sim_rejected("", "--trace");
   check_sim_rejected("--generate sometimes", "--generate");
@@ -140,19 +149,37 @@ TEST_CASE("bamboo-sim rejects bad traces and options with exit status 2", "[exam
 
 TEST_CASE("bamboo-sim replays a published trace and writes its outputs", "[examples]") {
   const std::string trace = std::string(BAMBOO_TRACES_DIR) + "/aws-p3-trace.csv";
+  const scratch_dir dir;
   auto r = run_command(std::string(BAMBOO_SIM_BIN) + " --trace " + trace +
-                       " --policy bamboo-nsdi23 --model gpt2 --duration 12h --summary "
-                       "/tmp/bamboo_sim.json --series /tmp/bamboo_sim.csv --plot "
-                       "/tmp/bamboo_sim.svg");
+                       " --policy bamboo-nsdi23 --model gpt2 --duration 12h --summary " +
+                       dir.file("sim.json") + " --series " + dir.file("sim.csv") +
+                       " --plot " + dir.file("sim.svg"));
   INFO(r.output);
   REQUIRE(r.status == 0);
-  std::ifstream in("/tmp/bamboo_sim.json");
+  std::ifstream in(dir.file("sim.json"));
   std::string json((std::istreambuf_iterator<char>(in)), {});
   for (auto key :
        {"\"steps\"", "\"preemptions\"", "\"fatal_failures\"", "\"mean_instances\"",
         "\"samples_per_s\"", "\"cost_per_h\"", "\"value\""})
     CHECK(json.find(key) != std::string::npos);
-  std::ifstream svg("/tmp/bamboo_sim.svg");
+  std::ifstream svg(dir.file("sim.svg"));
   std::string plot((std::istreambuf_iterator<char>(svg)), {});
   CHECK(plot.find("<polyline") != std::string::npos);
+}
+
+TEST_CASE("a later option overrides an earlier one, as the demo's users expect, and "
+          "--preempt adds",
+          "[examples]") {
+  const std::string small = "--layers 1 --d-model 32 --heads 2 --seq-len 16 "
+                            "--micro-batch 2 --global-batch 4 --stages 2 ";
+  auto r = run_train(small + "--steps 5 --steps 2");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("summary: 2 steps") != std::string::npos);
+  // Both preemptions stand: after node 0's loss node 1 holds both stages, so
+  // its loss is fatal (exit 3); had only the last one stood, the run would pass.
+  r = run_train(small + "--steps 3 --redundancy lazy --preempt node=0@step=0 "
+                        "--preempt node=1@step=1");
+  INFO(r.output);
+  CHECK(r.status == 3);
 }

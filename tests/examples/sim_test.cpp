@@ -6,6 +6,7 @@
 #include "examples/sim/py_heap.hpp"
 #include "examples/sim/simulator.hpp"
 #include "examples/sim/trace.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace bamboo::sim;
 
@@ -169,11 +170,12 @@ TEST_CASE("generated traces are seeded", "[examples]") {
 }
 
 TEST_CASE("a profile file drives the simulation like a built-in one", "[examples]") {
-  std::ofstream("/tmp/bamboo_profile.csv")
+  const bamboo::test::scratch_dir dir;
+  std::ofstream(dir.file("profile.csv"))
       << "name,mine\nstages,2\nsamples_per_step,10\nstep_s,1.0,0.5\nlocal_rendezvous_ms,"
          "20000\n";
   std::string err;
-  auto p = load_profile("/tmp/bamboo_profile.csv", err);
+  auto p = load_profile(dir.file("profile.csv"), err);
   REQUIRE(p);
   CHECK(p->step_seconds(1) == 1.0);
   CHECK(p->step_seconds(9) == 0.5);
@@ -181,7 +183,7 @@ TEST_CASE("a profile file drives the simulation like a built-in one", "[examples
   o.prof = *p;
   auto trace = events("0,add,n1\n0,add,n2\n60000,add,n3\n100500,remove,n2\n");
   CHECK(simulate(trace, o).summary.steps == 34); // as in the hand-worked case
-  std::ofstream("/tmp/bamboo_profile_bad.csv") << "stages,2\nspeed,fast\n";
-  CHECK_FALSE(load_profile("/tmp/bamboo_profile_bad.csv", err));
+  std::ofstream(dir.file("profile_bad.csv")) << "stages,2\nspeed,fast\n";
+  CHECK_FALSE(load_profile(dir.file("profile_bad.csv"), err));
   CHECK(err.find(":2: unknown key 'speed'") != std::string::npos);
 }

@@ -5,12 +5,15 @@
 #include <set>
 
 #include "model/data.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace bamboo;
 
 namespace {
+// In a directory of this run's own, removed when the test binary ends.
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  auto path = std::string("/tmp/bamboo_test_") + name;
+  static const bamboo::test::scratch_dir dir;
+  auto path = dir.file(name);
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

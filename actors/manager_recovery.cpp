@@ -1,0 +1,217 @@
+// Losses and what follows them: a lost node's stages fail over to their
+// shadows, the survivors say what they had done of the step, and each is told
+// what to send again (a recovery round); at the next step boundary the stages
+// left without a shadow get new ones.
+#include "actors/errors.hpp"
+#include "actors/manager_state.hpp"
+#include "actors/plan/preemption.hpp"
+#include "log/log.hpp"
+
+namespace bamboo {
+
+namespace {
+double seconds_between(manager_state::clock_type::time_point a,
+                       manager_state::clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+} // namespace
+
+void manager_state::on_down(const caf::down_msg& dm) {
+  if (finished_)
+    return;
+  auto it = node_of_.find(dm.source);
+  if (it == node_of_.end())
+    return;
+  if (dm.reason == caf::exit_reason::kill)
+    node_lost(it->second, failover_cause::preempted, "", false);
+  else if (auto l = loss_of(dm.reason)) // how a worker process went
+    node_lost(it->second, l->cause, l->detail, false);
+  else
+    node_lost(it->second, failover_cause::actor_down, caf::to_string(dm.reason), false);
+}
+
+void manager_state::on_tick() {
+  if (finished_)
+    return;
+  for (int n : tracker_.expired(clock_type::now(), spec_.heartbeats.timeout()))
+    node_lost(n, failover_cause::missed_heartbeats, "", false);
+  self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
+}
+
+void manager_state::on_step_failed(std::uint64_t gen, std::int64_t k, int stage,
+                                   const std::string& why) {
+  if (gen != plan_.generation)
+    return;
+  // A transfer often fails because a peer died, before the control plane says
+  // so: give it the time to declare a loss and re-plan first.
+  const auto grace = spec_.heartbeats.grace();
+  logger_->info("stage {} failed in step {} ({}); the run fails unless a node is "
+                "declared lost within {} ms",
+                stage, k, why, grace.count());
+  self_->delayed_send(self_, grace, failed_atom::value, gen, k, stage, why);
+}
+
+void manager_state::node_lost(int node, failover_cause cause, const std::string& detail,
+                              bool at_boundary) {
+  if (!plan_.alive[node])
+    return;
+  const auto now = clock_type::now();
+  auto kill = spec_.injector ? spec_.injector->fired_for(node) : std::nullopt;
+  kill_time_[node] = kill ? kill->at : now;
+  tracker_.forget(node);
+  auto decision = plan_failover(plan_, node);
+  failover_record f;
+  f.node = node;
+  f.step = step_;
+  f.cause = cause;
+  f.detail = detail;
+  f.detect_s = seconds_between(kill_time_[node], now);
+  f.at_boundary = at_boundary;
+  if (at_boundary)
+    logger_->info("node {} hands its stages over before step {} ({})", node, step_,
+                  describe(f));
+  else
+    logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node, step_,
+                  describe(f), 1e3 * f.detect_s);
+  if (!decision.fatal.empty()) {
+    fail(make_error(errc::unrecoverable_failure,
+                    "node " + std::to_string(node) + " lost in step " +
+                        std::to_string(step_) + ": " + decision.fatal +
+                        "; shadows cannot cover it, a checkpoint is needed"));
+    return;
+  }
+  // End the old generation: every transfer still waiting on the dead node
+  // fails now, not at a transport timeout.
+  end_generation("generation " + std::to_string(plan_.generation) + " ended: node " +
+                 std::to_string(node) + " lost");
+  for (int s = 0; s < plan_.stages; ++s)
+    if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
+      shadow_actor_[s] = stage_actor{};
+      ledger_.shadow_lost(s);
+      shadow_changed_.insert(s);
+    }
+  for (auto [stage, heir] : decision.promoted) {
+    f.stage = stage;
+    f.heir = heir;
+    open_failovers_.push_back(f);
+    owner_actor_[stage] = shadow_actor_[stage];
+    shadow_actor_[stage] = stage_actor{};
+    ledger_.owner_lost(stage);
+    restarted_.insert(stage);
+    shadow_changed_.insert(stage);
+    logger_->info("failover: stage {} moves to node {} (generation {})", stage, heir,
+                  decision.plan.generation);
+  }
+  plan_ = decision.plan;
+  start_recovery();
+}
+
+// Ask every surviving owner what it has done of the step, then re-plan it.
+void manager_state::start_recovery() {
+  recovering_ = true;
+  const auto round = ++round_;
+  progress_.assign(plan_.stages, std::nullopt);
+  awaiting_.clear();
+  for (int s = 0; s < plan_.stages; ++s) {
+    if (restarted_.count(s))
+      continue;
+    awaiting_.insert(s);
+    self_
+        ->request(owner_actor_[s], std::chrono::seconds(30), progress_atom::value,
+                  plan_.generation)
+        .then(
+            [this, round, s](stage_progress& p) {
+              if (round != round_)
+                return;
+              progress_[s] = std::move(p);
+              awaiting_.erase(s);
+              if (awaiting_.empty())
+                finish_recovery();
+            },
+            [this, s](caf::error& err) {
+              // The owner died too: its down message starts a new round.
+              logger_->debug("no progress from stage {}: {}", s, caf::to_string(err));
+            });
+  }
+  if (awaiting_.empty())
+    finish_recovery();
+}
+
+void manager_state::finish_recovery() {
+  const int stages = plan_.stages;
+  std::vector<bool> committed(stages);
+  for (int s = 0; s < stages; ++s)
+    committed[s] = ledger_.committed(s);
+  auto done = work_done(progress_, restarted_, committed, step_,
+                        spec_.cfg.micro_batches());
+  for (int s = 0; s < stages; ++s)
+    if (!restarted_.count(s) && progress_[s] && progress_[s]->step == step_ &&
+        progress_[s]->complete)
+      on_report(progress_[s]->report);
+  auto orders = plan_resume(done);
+  for (int s : shadow_changed_)
+    link_shadow(s);
+  for (int s = 0; s < stages; ++s) {
+    resume_order o;
+    o.generation = plan_.generation;
+    o.step = step_;
+    o.resend_activations = orders[s].resend_activations;
+    o.resend_gradients = orders[s].resend_gradients;
+    o.delivered_activations = orders[s].delivered_activations;
+    o.delivered_gradients = orders[s].delivered_gradients;
+    // FRC feeds the successor's replica, which must still be a shadow here.
+    const int next = s + 1;
+    o.frc_enabled =
+        next < stages && shadow_actor_[next] && plan_.shadow[next] == plan_.owner[s];
+    self_->send(owner_actor_[s], o);
+  }
+  restarted_.clear();
+  shadow_changed_.clear();
+  recovering_ = false;
+  for (int s : std::set<int>(resync_))
+    maybe_resync(s);
+  maybe_finish_step();
+}
+
+// At a step boundary after failovers: give each unprotected stage a new
+// shadow on its predecessor's node, cloned from the owner's exact state. The
+// owner handles the clone request before the next run_step (one mailbox), and
+// the manager hears of the clone before that step's report, so the shadow is
+// known to the owner before the step commits.
+void manager_state::reshadow() {
+  if (!spec_.nodes->can_reshadow())
+    return;
+  for (auto [stage, node] : plan_reshadow(plan_)) {
+    auto owner = owner_actor_[stage];
+    self_->request(owner, std::chrono::seconds(60), clone_atom::value)
+        .then(
+            [this, owner, stage = stage, node = node](replica_handle& r) {
+              if (owner_actor_[stage] == owner && !shadow_actor_[stage])
+                add_shadow(stage, node, r);
+            },
+            [this](caf::error& err) {
+              // The owner died meanwhile: its down message handles the loss.
+              logger_->warn("no clone for a new shadow: {}", describe(err));
+            });
+  }
+}
+
+void manager_state::add_shadow(int stage, int node, const replica_handle& r) {
+  if (!plan_.alive[node] || finished_)
+    return;
+  auto actor = spec_.nodes->add_shadow(self_, node, nodes_[node].group, r);
+  if (!actor)
+    return;
+  node_of_[actor.address()] = node;
+  extra_actors_.push_back(actor);
+  shadow_actor_[stage] = actor;
+  plan_.shadow[stage] = node;
+  ledger_.expect_sync(stage);
+  link_shadow(stage);
+  const int pred = (stage + plan_.stages - 1) % plan_.stages;
+  if (spec_.cfg.redundancy == redundancy_mode::eager && pred != plan_.stages - 1)
+    self_->send(owner_actor_[pred], r);
+  logger_->info("stage {} has a shadow again, on node {}", stage, node);
+}
+
+} // namespace bamboo

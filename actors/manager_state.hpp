@@ -1,0 +1,102 @@
+// The cluster manager's state, private to its three files:
+//   cluster_manager.cpp  the behavior, set-up and the end of the run;
+//   manager_steps.cpp    the step cycle (run, report, clip, commit, sync) and
+//                        the hand-off of noticed nodes at a step boundary;
+//   manager_recovery.cpp losses (down messages, missed heartbeats), failover
+//                        and the recovery round of an interrupted step, and
+//                        re-shadowing at a step boundary.
+// Decisions are the plain functions of actors/plan; this class only applies them.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/cluster_manager.hpp"
+#include "actors/plan/planner.hpp"
+#include "actors/plan/step_ledger.hpp"
+#include "actors/protocol.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace bamboo {
+
+class manager_state {
+public:
+  using clock_type = std::chrono::steady_clock;
+  static inline const char* name = "bamboo.manager";
+
+  explicit manager_state(caf::event_based_actor* self) : self_(self) {}
+  void init(manager_spec spec);
+  caf::behavior make_behavior();
+
+private:
+  // cluster_manager.cpp
+  void start();
+  void finish();
+  void deliver_done();
+  void fail(const caf::error& err);
+  void end_generation(const std::string& reason);
+  void shutdown();
+  std::vector<stage_actor> distinct_owners() const;
+  bool from(const stage_actor& a) const;
+  bool from_owner(int stage) const;
+  void link_shadow(int stage);
+
+  // manager_steps.cpp
+  void begin_step();
+  void on_report(const schema::step_report& r);
+  void send_commit(int stage);
+  void on_committed(std::int64_t k, int stage);
+  void on_synced(std::int64_t k, int stage);
+  void on_sync_lost(std::int64_t k, int stage);
+  void maybe_resync(int stage);
+  bool hand_off();
+  void maybe_finish_step();
+  void close_failovers(step_record& rec, clock_type::time_point now);
+  bool degraded() const;
+
+  // manager_recovery.cpp
+  void on_down(const caf::down_msg& dm);
+  void on_tick();
+  void on_step_failed(std::uint64_t gen, std::int64_t k, int stage, const std::string& why);
+  void node_lost(int node, failover_cause cause, const std::string& detail,
+                 bool at_boundary);
+  void start_recovery();
+  void finish_recovery();
+  void reshadow();
+  void add_shadow(int stage, int node, const replica_handle& r);
+
+  caf::event_based_actor* self_;
+  manager_spec spec_;
+  std::shared_ptr<spdlog::logger> logger_;
+  caf::response_promise promise_;
+  cluster_plan plan_;
+  std::vector<node_handles> nodes_;
+  std::map<caf::actor_addr, int> node_of_;
+  std::vector<stage_actor> owner_actor_;  // stage -> actor running it
+  std::vector<stage_actor> shadow_actor_; // stage -> actor holding its replica
+  std::vector<stage_actor> extra_actors_; // shadows created after failovers
+  heartbeat_tracker tracker_;
+  step_ledger ledger_;
+  std::int64_t step_ = 0;
+  clock_type::time_point step_start_;
+  bool finished_ = false;
+  // Recovery of the current step.
+  bool recovering_ = false;
+  std::uint64_t round_ = 0;
+  std::set<int> restarted_, shadow_changed_, awaiting_;
+  std::vector<std::optional<stage_progress>> progress_;
+  std::vector<failover_record> open_failovers_;
+  std::set<int> resync_;  // stages whose shadow must get the gradients again
+  std::set<int> notices_; // nodes with a preemption notice, to hand off
+  std::map<int, clock_type::time_point> kill_time_;
+};
+
+} // namespace bamboo

@@ -1,0 +1,192 @@
+// The step cycle: run, report, clip, commit, shadow sync; and the hand-off of
+// noticed nodes at a step boundary.
+#include <algorithm>
+
+#include "actors/manager_state.hpp"
+#include "actors/plan/failover_report.hpp"
+#include "actors/plan/preemption.hpp"
+#include "log/log.hpp"
+#include "model/optimizer.hpp"
+
+namespace bamboo {
+
+namespace {
+
+// torch.nn.utils.clip_grad_norm_'s rule, so runs compare with plain LibTorch.
+double clip_coefficient(double max_norm, double norm) {
+  if (max_norm <= 0)
+    return 1.0;
+  return std::min(1.0, max_norm / (norm + 1e-6));
+}
+
+double seconds_between(manager_state::clock_type::time_point a,
+                       manager_state::clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::vector<bool> live(const std::vector<stage_actor>& actors) {
+  std::vector<bool> out;
+  for (const auto& a : actors)
+    out.push_back(static_cast<bool>(a));
+  return out;
+}
+
+} // namespace
+
+void manager_state::begin_step() {
+  ledger_.begin(step_, spec_.cfg.stages, live(shadow_actor_));
+  resync_.clear();
+  step_start_ = clock_type::now();
+  if (hand_off())
+    return; // the re-plan's resume orders start the step
+  reshadow();
+  for (const auto& a : distinct_owners())
+    self_->send(a, run_step_atom::value, plan_.generation, step_);
+}
+
+void manager_state::on_report(const schema::step_report& r) {
+  if (!ledger_.report(r) && !ledger_.clip())
+    return;
+  if (!ledger_.clip()) {
+    ledger_.set_clip(clip_coefficient(spec_.cfg.optim.clip_norm, ledger_.grad_norm()));
+    for (int s = 0; s < spec_.cfg.stages; ++s)
+      if (!ledger_.committed(s))
+        send_commit(s);
+  } else if (!ledger_.committed(r.stage)) {
+    // A stage that took over after the clip was set commits with the same factor.
+    send_commit(static_cast<int>(r.stage));
+  }
+}
+
+void manager_state::send_commit(int stage) {
+  schema::commit c{plan_.generation, static_cast<std::uint64_t>(step_), *ledger_.clip()};
+  self_->send(owner_actor_[stage], c);
+  // Through the transport, the shadow receives the owner's gradients on commit.
+  if (spec_.nodes->sync() == shadow_sync::transport && shadow_actor_[stage])
+    self_->send(shadow_actor_[stage], c);
+}
+
+void manager_state::on_committed(std::int64_t k, int stage) {
+  if (k != ledger_.step())
+    return;
+  ledger_.commit(stage);
+  maybe_resync(stage);
+  maybe_finish_step();
+}
+
+void manager_state::on_synced(std::int64_t k, int stage) {
+  if (stage < 0 || stage >= static_cast<int>(shadow_actor_.size()) ||
+      !from(shadow_actor_[stage]) || k != ledger_.step())
+    return;
+  ledger_.synced(stage);
+  maybe_finish_step();
+}
+
+void manager_state::on_sync_lost(std::int64_t k, int stage) {
+  if (stage < 0 || stage >= static_cast<int>(shadow_actor_.size()) ||
+      !from(shadow_actor_[stage]) || k != ledger_.step())
+    return;
+  resync_.insert(stage);
+  maybe_resync(stage);
+}
+
+// A shadow lost the owner's gradients with an ended generation: once the
+// owner has committed, both try again in the current one.
+void manager_state::maybe_resync(int s) {
+  if (recovering_ || !resync_.count(s) || !ledger_.committed(s) || ledger_.is_synced(s) ||
+      !shadow_actor_[s])
+    return;
+  resync_.erase(s);
+  logger_->info("stage {}: its shadow gets step {}'s gradients again (generation {})", s,
+                step_, plan_.generation);
+  self_->send(owner_actor_[s], resync_atom::value, plan_.generation, step_);
+  self_->send(shadow_actor_[s],
+              schema::commit{plan_.generation, static_cast<std::uint64_t>(step_),
+                             ledger_.clip().value_or(1.0)});
+}
+
+// At a step boundary: the first noticed node whose stages its shadows can
+// take is failed over before the step starts, so no work is lost or redone,
+// and told to leave. Returns true when it did.
+bool manager_state::hand_off() {
+  for (auto it = notices_.begin(); it != notices_.end();) {
+    const int node = *it;
+    if (!plan_.alive[node]) {
+      it = notices_.erase(it);
+      continue;
+    }
+    if (!plan_failover(plan_, node).fatal.empty()) {
+      ++it; // not now: its neighbour is gone too
+      continue;
+    }
+    notices_.erase(it);
+    node_lost(node, failover_cause::preemption_notice, "", /*at_boundary=*/true);
+    auto stop = [this](const auto& a) {
+      if (a)
+        self_->send_exit(a, caf::exit_reason::user_shutdown);
+    };
+    stop(nodes_[node].stage);
+    stop(nodes_[node].shadow);
+    stop(nodes_[node].detector);
+    return true;
+  }
+  return false;
+}
+
+void manager_state::maybe_finish_step() {
+  if (!ledger_.complete() || recovering_)
+    return;
+  const auto& cfg = spec_.cfg;
+  const auto now = clock_type::now();
+  step_record rec;
+  rec.step = step_;
+  rec.loss = ledger_.loss_sum() / cfg.micro_batches();
+  rec.seconds = seconds_between(step_start_, now);
+  rec.samples_per_s = rec.seconds > 0 ? cfg.global_batch / rec.seconds : 0;
+  rec.generation = plan_.generation;
+  rec.lr = learning_rate(cfg.optim, step_, cfg.steps);
+  rec.grad_norm = ledger_.grad_norm();
+  rec.work = ledger_.reports();
+  if (!open_failovers_.empty())
+    close_failovers(rec, now);
+  else if (degraded())
+    rec.event = "degraded";
+  spec_.result->steps.push_back(rec);
+  logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
+  if (spec_.on_step)
+    spec_.on_step(rec);
+  if (++step_ >= cfg.steps)
+    finish();
+  else
+    begin_step();
+}
+
+// The failovers of the step just completed: their latency and recomputed work.
+void manager_state::close_failovers(step_record& rec, clock_type::time_point now) {
+  rec.event = failover_event(open_failovers_);
+  for (auto& f : open_failovers_) {
+    f.latency_s = seconds_between(kill_time_[f.node], now);
+    auto kill = spec_.injector ? spec_.injector->fired_for(f.node) : std::nullopt;
+    account_failover(f, ledger_.reports()[f.stage],
+                     kill ? std::optional<preempt_spec>(kill->spec) : std::nullopt,
+                     spec_.cfg);
+    logger_->info("step {} completed after losing node {}: {:.3f} s from the kill "
+                  "(detected after {:.3f} s), {} forwards and {} backwards recomputed, "
+                  "{} taken over from FRC",
+                  step_, f.node, f.latency_s, f.detect_s, f.recomputed_forwards,
+                  f.recomputed_backwards, f.inherited);
+    spec_.result->failovers.push_back(f);
+  }
+  open_failovers_.clear();
+  logger_->info("step {} work per stage (forwards/backwards):{}", step_,
+                stage_work(rec.work));
+}
+
+bool manager_state::degraded() const {
+  if (plan_.mode == redundancy_mode::off)
+    return false;
+  return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
+                     [](const stage_actor& a) { return !a; });
+}
+
+} // namespace bamboo

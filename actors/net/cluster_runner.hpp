@@ -1,0 +1,41 @@
+// Training across processes, manager side: the gateway admits worker processes
+// (cluster token, challenge-response) over CAF's middleman; once `stages` of
+// them joined, the same cluster manager as in embedded mode drives the run,
+// through proxies that stand for each worker's actors. Tensors move between the
+// workers over Gloo, through the rendezvous store this process hosts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/plan/run_record.hpp"
+#include "model/config.hpp"
+#include "schema/codec.hpp"
+
+namespace bamboo {
+
+struct cluster_options {
+  std::string bind = "127.0.0.1"; // never another address unless told
+  std::uint16_t port = 0;         // 0: pick one
+  std::string token;              // the cluster token workers must prove
+  std::size_t frame_limit = schema::default_frame_limit;
+  heartbeat_policy heartbeats;
+  std::chrono::milliseconds join_timeout{std::chrono::minutes(2)};
+  // Called on the caller's thread: workers may join now; all have joined and
+  // the first step begins.
+  std::function<void(std::uint16_t port)> on_listening;
+  std::function<void()> on_started;
+  std::function<void(const step_record&)> on_step; // on the manager's thread
+};
+
+// Errors as run_embedded's, plus errc::transport_failure when the port cannot
+// be bound and errc::node_lost when too few workers joined in time.
+caf::expected<run_result> run_cluster(const train_config& cfg,
+                                      const cluster_options& opts);
+
+} // namespace bamboo

@@ -1,0 +1,36 @@
+#include "actors/net/frame_channel.hpp"
+
+#include <caf/all.hpp>
+
+#include "log/log.hpp"
+
+namespace bamboo {
+
+std::optional<opened_frame> open_targeted(caf::local_actor* self, const wire_frame& w,
+                                          std::size_t limit, const char* component,
+                                          std::string* why) {
+  auto d = schema::decode(w.bytes, limit);
+  if (d)
+    return opened_frame{std::move(d.value), d.target};
+  log::get(component)->warn("rejected a frame of {} bytes from {}: {} ({})",
+                            w.bytes.size(), caf::to_string(self->current_sender()),
+                            schema::to_string(d.error), d.detail);
+  if (why)
+    *why = std::string(schema::to_string(d.error)) + ": " + d.detail;
+  return std::nullopt;
+}
+
+std::optional<schema::frame> open_frame(caf::local_actor* self, const wire_frame& w,
+                                        std::size_t limit, const char* component,
+                                        std::string* why) {
+  auto f = open_targeted(self, w, limit, component, why);
+  if (!f)
+    return std::nullopt;
+  return std::move(f->body);
+}
+
+void register_frames(caf::actor_system_config& cfg) {
+  cfg.add_message_type<wire_frame>("bamboo::wire_frame");
+}
+
+} // namespace bamboo

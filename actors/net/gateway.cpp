@@ -1,0 +1,200 @@
+#include "actors/net/gateway.hpp"
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/net/auth.hpp"
+#include "actors/net/frame_channel.hpp"
+#include "log/log.hpp"
+
+namespace bamboo {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct gateway_state {
+  static inline const char* name = "bamboo.gateway";
+
+  explicit gateway_state(caf::event_based_actor* self) : self_(self) {}
+
+  caf::behavior make_behavior(gateway_spec spec) {
+    spec_ = std::move(spec);
+    logger_ = log::get("bamboo.gateway");
+    self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
+    return {
+        [this](const wire_frame& w) { on_frame(w); },
+        [this](tick_atom) { on_tick(); },
+        [this](attach_atom, int member) {
+          auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+          if (!member_alive(member))
+            self_->send_exit(proxy, make_loss(failover_cause::connection_lost,
+                                              "lost before it started"));
+          else
+            proxies_[member].push_back(proxy);
+        },
+        [this](broadcast_atom, const wire_frame& w) {
+          for (auto& [p, n] : members_)
+            self_->send(caf::actor_cast<caf::actor>(p), w);
+        },
+    };
+  }
+
+private:
+  using peer = caf::strong_actor_ptr;
+
+  void reply(const schema::frame& f) {
+    self_->send(caf::actor_cast<caf::actor>(self_->current_sender()), to_wire(f));
+  }
+
+  void on_frame(const wire_frame& w) {
+    std::string why;
+    auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.gateway", &why);
+    if (!f) {
+      if (told_.insert(self_->current_sender()).second)
+        reply(schema::frame_rejected{why});
+      return;
+    }
+    std::visit([this](const auto& x) { handle(x); }, *f);
+  }
+
+  void handle(const schema::challenge_request& r) {
+    auto nonce = make_nonce();
+    pending_[self_->current_sender()] = {nonce, r.node};
+    reply(schema::join_challenge{nonce});
+  }
+
+  void handle(const schema::join_request& j) {
+    auto sender = self_->current_sender();
+    auto it = pending_.find(sender);
+    if (it == pending_.end()) {
+      logger_->warn("refused a join from {}: no challenge was asked for",
+                    caf::to_string(sender));
+      reply(schema::join_refused{"ask for a challenge first"});
+      return;
+    }
+    const auto nonce = it->second.first;
+    pending_.erase(it);
+    if (!check_proof(spec_.token, nonce, j.proof)) {
+      logger_->warn("refused a join from {}: wrong cluster token",
+                    caf::to_string(sender));
+      reply(schema::join_refused{"wrong cluster token"});
+      return;
+    }
+    const int node = next_node_++; // a node that comes back is a new node
+    members_[sender] = node;
+    self_->monitor(caf::actor_cast<caf::actor>(sender));
+    tracker_.watch(node, clock_type::now());
+    logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
+    reply(
+        schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
+                            static_cast<std::uint32_t>(spec_.heartbeats.period.count())});
+    if (spec_.listener)
+      self_->send(spec_.listener, joined_atom::value, node,
+                  caf::actor_cast<caf::actor>(sender));
+  }
+
+  void handle(const schema::heartbeat& hb) {
+    auto it = members_.find(self_->current_sender());
+    if (it == members_.end() || it->second != static_cast<int>(hb.node)) {
+      // A fenced (or never joined) sender: it must join again as a new node.
+      if (told_.insert(self_->current_sender()).second) {
+        logger_->warn("dropped a heartbeat from fenced node {}", hb.node);
+        reply(schema::join_refused{"node " + std::to_string(hb.node) +
+                                   " was declared lost: join again as a new node"});
+      }
+      return;
+    }
+    tracker_.seen(it->second, clock_type::now());
+  }
+
+  void handle(const schema::preemption_notice& p) {
+    auto it = members_.find(self_->current_sender());
+    if (it == members_.end())
+      return;
+    logger_->info("node {} has a preemption notice, deadline in {} ms", it->second,
+                  p.deadline_ms);
+    for (auto& proxy : proxies_[it->second])
+      self_->send(proxy, notice_atom::value, p.deadline_ms);
+  }
+
+  bool member_alive(int member) const {
+    for (auto& [p, n] : members_)
+      if (n == member)
+        return true;
+    return false;
+  }
+
+  template <class T>
+  void handle(const T&) {
+    logger_->warn("dropped a frame of a kind the gateway does not take from {}",
+                  caf::to_string(self_->current_sender()));
+  }
+
+  // A member gone: it left (nullopt), or it was lost and its proxies end with why.
+  void lose(const peer& p, std::optional<failover_cause> cause, const std::string& detail) {
+    auto it = members_.find(p);
+    if (it == members_.end())
+      return;
+    const int member = it->second;
+    if (!cause)
+      logger_->info("node {} left", member);
+    else
+      logger_->warn("node {} lost: {}{}", member, to_string(*cause),
+                    detail.empty() ? "" : " (" + detail + ")");
+    tracker_.forget(member);
+    members_.erase(it);
+    for (auto& proxy : proxies_[member])
+      self_->send_exit(proxy, make_loss(cause.value_or(failover_cause::connection_lost),
+                                        cause ? detail : "it left"));
+    proxies_.erase(member);
+    if (spec_.listener)
+      self_->send(spec_.listener, lost_atom::value, member);
+  }
+
+  void on_down(const caf::down_msg& dm) {
+    if (dm.reason)
+      lose(caf::actor_cast<peer>(dm.source), failover_cause::connection_lost,
+           caf::to_string(dm.reason));
+    else
+      lose(caf::actor_cast<peer>(dm.source), std::nullopt, "");
+  }
+
+  void on_tick() {
+    for (int node : tracker_.expired(clock_type::now(), spec_.heartbeats.timeout()))
+      for (auto& [p, n] : members_)
+        if (n == node) {
+          auto victim = p;
+          lose(victim, failover_cause::missed_heartbeats, "");
+          break;
+        }
+    self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
+  }
+
+  caf::event_based_actor* self_;
+  gateway_spec spec_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::map<peer, std::pair<std::vector<std::uint8_t>, std::uint32_t>> pending_;
+  std::map<peer, int> members_;
+  std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
+  std::set<peer> told_;
+  heartbeat_tracker tracker_;
+  int next_node_ = 0;
+};
+
+caf::behavior gateway_actor(caf::stateful_actor<gateway_state>* self, gateway_spec spec) {
+  return self->state.make_behavior(std::move(spec));
+}
+
+} // namespace
+
+caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec) {
+  return sys.spawn(gateway_actor, std::move(spec));
+}
+
+} // namespace bamboo

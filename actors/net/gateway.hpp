@@ -1,0 +1,35 @@
+// The manager's front door for worker processes: challenge-response joins with
+// the cluster token, node ids, heartbeats and the detection of lost workers (a
+// dropped connection or missed heartbeats). A node declared lost is fenced: its
+// later frames are refused, and it must join again as a new node.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/protocol.hpp"
+#include "schema/codec.hpp"
+
+namespace bamboo {
+
+// Messages (atoms in actors/protocol.hpp):
+//  (attach_atom, member) from a proxy of one of the member's actors: the gateway
+//    ends it (errc::node_lost, with the cause) when the member is lost, and hands
+//    it the member's preemption notice as (notice_atom, deadline_ms);
+//  (broadcast_atom, wire_frame): to every member (the end of a generation);
+//  to the listener: (joined_atom, member, agent) and (lost_atom, member).
+struct gateway_spec {
+  std::string token;
+  std::size_t frame_limit = schema::default_frame_limit;
+  std::uint16_t store_port = 0; // the tensor transport's rendezvous store
+  heartbeat_policy heartbeats;
+  caf::actor listener; // told of joins and losses (may be invalid)
+};
+
+caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec);
+
+} // namespace bamboo

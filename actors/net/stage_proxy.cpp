@@ -1,0 +1,156 @@
+#include "actors/net/stage_proxy.hpp"
+
+#include <map>
+
+#include <caf/all.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/net/wire_values.hpp"
+#include "log/log.hpp"
+
+namespace bamboo {
+
+namespace {
+
+struct proxy_state {
+  static inline const char* name = "bamboo.proxy";
+
+  explicit proxy_state(stage_proxy_actor::pointer self) : self_(self) {}
+
+  stage_proxy_actor::behavior_type make_behavior(stage_proxy_spec spec,
+                                                 caf::actor manager) {
+    spec_ = std::move(spec);
+    manager_ = std::move(manager);
+    logger_ = log::get("bamboo.proxy");
+    tell(self_, spec_.gateway, attach_atom::value, spec_.member);
+    if (spec_.assign)
+      forward(*spec_.assign);
+    else
+      forward(schema::attach{"shadow"});
+    // The worker's actors end with the manager's: a proxy that stops tells them.
+    // When the gateway ended it (the process was declared lost) the process is
+    // fenced: if it still runs (it was stopped, say), its state is stale.
+    self_->attach_functor([agent = spec_.agent, target = spec_.target](const caf::error& e) {
+      const bool lost = e.category() == error_category &&
+                        e.code() == static_cast<std::uint8_t>(errc::node_lost);
+      caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
+                                                             describe(e) + ")"
+                                                       : "the manager is done with "
+                                                         "the node"},
+                                    target));
+    });
+    return {
+        [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
+          forward(schema::run_step{gen, static_cast<std::uint64_t>(k)});
+        },
+        [this](progress_atom, std::uint64_t gen) {
+          auto rp = self_->make_response_promise<stage_progress>();
+          const auto id = ++requests_;
+          pending_.emplace(id, rp);
+          forward(schema::progress_request{gen, id});
+          return rp;
+        },
+        [this](const resume_order& o) { forward(to_frame(o)); },
+        [this](const schema::commit& c) { forward(c); },
+        [this](const shadow_update&) {
+          logger_->warn("node {}: an in-process shadow update cannot cross processes",
+                        spec_.node);
+        },
+        [this](shadow_atom, bool present, const caf::actor&) {
+          forward(schema::shadow_link{present});
+        },
+        [this](resync_atom, std::uint64_t gen, std::int64_t k) {
+          forward(to_event<schema::resync>(gen, k, 0));
+        },
+        [](params_atom) -> caf::result<std::vector<param_blob>> {
+          return make_error(errc::stage_failed,
+                            "parameters are not collected across processes");
+        },
+        [](clone_atom) -> caf::result<replica_handle> {
+          return make_error(errc::stage_failed, "replicas are not cloned across processes");
+        },
+        [this](const replica_handle&) {
+          logger_->warn("node {}: an in-process replica cannot cross processes",
+                        spec_.node);
+        },
+        [this](const wire_frame& w) { on_frame(w); },
+        [this](notice_atom, std::int64_t deadline_ms) {
+          if (spec_.target == schema::target::stage)
+            tell(self_, manager_, notice_atom::value, spec_.node, deadline_ms);
+        },
+    };
+  }
+
+private:
+  template <class T>
+  void forward(const T& body) {
+    tell(self_, spec_.agent, to_wire(body, spec_.target));
+  }
+
+  void on_frame(const wire_frame& w) {
+    if (self_->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(spec_.agent)) {
+      logger_->warn("dropped a frame for node {} from another process", spec_.node);
+      return;
+    }
+    std::string why;
+    auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.proxy", &why);
+    if (f)
+      std::visit([this](const auto& x) { handle(x); }, *f);
+    else if (!told_) { // once: two peers must never bounce rejections
+      told_ = true;
+      forward(schema::frame_rejected{why});
+    }
+  }
+
+  template <class Atom>
+  void relay(Atom atom, const schema::stage_done& e) {
+    auto [gen, k, stage] = from_event(e);
+    tell(self_, manager_, atom, gen, k, stage);
+  }
+
+  void handle(const schema::step_report& r) { tell(self_, manager_, r); }
+  void handle(const schema::committed& e) { relay(committed_atom::value, e); }
+  void handle(const schema::synced& e) { relay(synced_atom::value, e); }
+  void handle(const schema::sync_lost& e) { relay(sync_lost_atom::value, e); }
+  void handle(const schema::step_failed& f) {
+    tell(self_, manager_, step_failed_atom::value, f.generation,
+                static_cast<std::int64_t>(f.step), static_cast<int>(f.stage), f.reason);
+  }
+  void handle(const schema::progress_report& p) {
+    auto it = pending_.find(p.request);
+    if (it == pending_.end())
+      return;
+    it->second.deliver(from_frame(p));
+    pending_.erase(it);
+  }
+  void handle(const schema::frame_rejected& r) {
+    logger_->warn("node {} rejected a frame: {}", spec_.node, r.reason);
+  }
+  template <class T>
+  void handle(const T&) {
+    logger_->warn("dropped a frame of an unexpected kind from node {}", spec_.node);
+  }
+
+  stage_proxy_actor::pointer self_;
+  stage_proxy_spec spec_;
+  caf::actor manager_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::uint64_t requests_ = 0;
+  bool told_ = false;
+  std::map<std::uint64_t, caf::typed_response_promise<stage_progress>> pending_;
+};
+
+stage_proxy_actor::behavior_type
+proxy_actor(stage_proxy_actor::stateful_pointer<proxy_state> self, stage_proxy_spec spec,
+            caf::actor manager) {
+  return self->state.make_behavior(std::move(spec), std::move(manager));
+}
+
+} // namespace
+
+stage_proxy_actor spawn_stage_proxy(caf::local_actor* manager, stage_proxy_spec spec) {
+  return manager->spawn<caf::monitored>(proxy_actor, std::move(spec),
+                                        caf::actor_cast<caf::actor>(manager));
+}
+
+} // namespace bamboo

@@ -1,0 +1,44 @@
+// Values that cross a process boundary, as the schema's plain structs and back:
+// the run's configuration (sent to every worker with its assignment) and the
+// messages of a step's recovery (progress reports, resume orders).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "model/config.hpp"
+#include "schema/codec.hpp"
+
+namespace bamboo {
+
+schema::train_settings to_settings(const train_config& cfg);
+// nullopt with `problem` set when the settings name an unknown model or mode,
+// or do not validate.
+std::optional<train_config> from_settings(const schema::train_settings& s,
+                                          std::string& problem);
+
+struct stage_progress;
+struct resume_order;
+
+schema::progress_report to_frame(const stage_progress& p, std::uint64_t request);
+stage_progress from_frame(const schema::progress_report& p);
+schema::resume to_frame(const resume_order& o);
+resume_order from_frame(const schema::resume& r);
+
+// A stage's event (schema::committed, synced, sync_lost, resync) and back to
+// the (generation, step, stage) that actors send with an atom.
+template <class T>
+T to_event(std::uint64_t generation, std::int64_t step, int stage) {
+  T e;
+  e.generation = generation;
+  e.step = static_cast<std::uint64_t>(step);
+  e.stage = static_cast<std::uint32_t>(stage);
+  return e;
+}
+inline std::tuple<std::uint64_t, std::int64_t, int> from_event(const schema::stage_done& e) {
+  return {e.generation, static_cast<std::int64_t>(e.step), static_cast<int>(e.stage)};
+}
+
+} // namespace bamboo

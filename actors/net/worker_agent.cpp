@@ -1,0 +1,310 @@
+#include "actors/net/worker_agent.hpp"
+
+#include <map>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/failure_detector.hpp"
+#include "actors/net/auth.hpp"
+#include "actors/net/frame_channel.hpp"
+#include "actors/net/wire_values.hpp"
+#include "actors/node.hpp"
+#include "model/data.hpp"
+#include "model/model.hpp"
+#include "log/log.hpp"
+#include "transport/transport_registry.hpp"
+
+namespace bamboo {
+
+namespace {
+
+using schema::target;
+
+struct agent_state {
+  static inline const char* name = "bamboo.worker";
+
+  explicit agent_state(caf::event_based_actor* self) : self_(self) {}
+
+  caf::behavior make_behavior(worker_spec spec) {
+    spec_ = std::move(spec);
+    logger_ = log::get("bamboo.worker");
+    self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    ask_to_join();
+    return {
+        [this](const wire_frame& w) { on_frame(w); },
+        // From this process's failure detector: on to the gateway as this member.
+        [this](schema::heartbeat hb) {
+          if (member_ < 0)
+            return;
+          hb.node = member();
+          send_gateway(hb);
+        },
+        [this](join_timeout_atom, int attempt) {
+          if (member_ < 0 && attempt == attempts_)
+            finish(make_error(errc::node_lost, "no answer from the manager to a join"));
+        },
+        [this](notice_atom, std::int64_t deadline_ms) {
+          logger_->info("node {}: preemption notice, {} ms left", member_, deadline_ms);
+          send_gateway(schema::preemption_notice{member(), deadline_ms});
+          if (!group_)
+            finish({}); // nothing to hand off
+        },
+        // From the node's actors: on to the actor that stands for the sender.
+        [this](const schema::step_report& r) { to_manager(r); },
+        [this](committed_atom, std::uint64_t gen, std::int64_t k, int stage) {
+          to_manager(to_event<schema::committed>(gen, k, stage));
+        },
+        [this](synced_atom, std::uint64_t gen, std::int64_t k, int stage) {
+          to_manager(to_event<schema::synced>(gen, k, stage));
+        },
+        [this](sync_lost_atom, std::uint64_t gen, std::int64_t k, int stage) {
+          to_manager(to_event<schema::sync_lost>(gen, k, stage));
+        },
+        [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
+               const std::string& why) {
+          to_manager(schema::step_failed{gen, static_cast<std::uint64_t>(k),
+                                         static_cast<std::uint32_t>(stage), why});
+        },
+    };
+  }
+
+private:
+  std::uint32_t member() const { return static_cast<std::uint32_t>(member_); }
+
+  void ask_to_join() {
+    member_ = -1;
+    send_gateway(schema::challenge_request{});
+    self_->delayed_send(self_, default_join_timeout, join_timeout_atom::value,
+                        ++attempts_);
+  }
+
+  void handle(const schema::join_challenge& c) {
+    schema::join_request req;
+    req.zone = spec_.zone;
+    req.version = "0.1.0";
+    req.proof = prove_token(spec_.token, c.nonce);
+    send_gateway(req);
+  }
+
+  void handle(const schema::join_accept& a) {
+    if (member_ >= 0)
+      return;
+    member_ = static_cast<int>(a.node);
+    store_port_ = a.store_port;
+    if (a.heartbeat_ms > 0)
+      spec_.heartbeat_period = std::chrono::milliseconds(a.heartbeat_ms);
+    logger_->info("joined {}as node {}", joins_ ? "again " : "", member_);
+    if (spec_.on_joined)
+      spec_.on_joined(member_, joins_ > 0);
+    ++joins_;
+    // One detector for the life of the process; across rejoins its heartbeats
+    // carry the current member number.
+    if (!detector_)
+      detector_ = spawn_failure_detector(self_, member_, caf::actor_cast<caf::actor>(self_),
+                                         spec_.heartbeat_period);
+  }
+
+  void send_gateway(const schema::frame& f) { self_->send(spec_.gateway, to_wire(f)); }
+
+  // A frame for the manager-side actor of the local actor that sent the message.
+  void to_manager(const schema::frame& f) {
+    auto it = target_of_.find(self_->current_sender());
+    if (it == target_of_.end())
+      return;
+    auto p = proxies_.find(it->second);
+    if (p == proxies_.end()) {
+      held_[it->second].push_back(to_wire(f));
+      return;
+    }
+    self_->send(p->second, to_wire(f));
+  }
+
+  void on_frame(const wire_frame& w) {
+    std::string why;
+    auto f = open_targeted(self_, w, spec_.frame_limit, "bamboo.worker", &why);
+    if (!f) { // the sender is told, once, so two peers never bounce rejections
+      if (told_.insert(self_->current_sender()).second)
+        self_->send(caf::actor_cast<caf::actor>(self_->current_sender()),
+                    to_wire(schema::frame_rejected{why}));
+      return;
+    }
+    target_ = f->target;
+    std::visit([this](const auto& x) { handle(x); }, f->body);
+  }
+
+  stage_actor local() const {
+    auto it = locals_.find(target_);
+    return it == locals_.end() ? stage_actor{} : it->second;
+  }
+
+  template <class... Ts>
+  void to_local(Ts&&... xs) {
+    if (auto a = local())
+      self_->send(a, std::forward<Ts>(xs)...);
+    else
+      logger_->warn("node {}: a frame for an actor this node does not have", member_);
+  }
+
+  // The manager-side actor of target_ is the sender of this frame.
+  void learn_proxy() {
+    auto& p = proxies_[target_];
+    p = caf::actor_cast<caf::actor>(self_->current_sender());
+    for (auto& w : held_[target_])
+      self_->send(p, w);
+    held_.erase(target_);
+  }
+
+  void handle(const schema::assign& a) {
+    if (group_) {
+      logger_->warn("node {}: ignored a second assignment", member_);
+      return;
+    }
+    std::string problem;
+    auto cfg = from_settings(a.config, problem);
+    std::shared_ptr<const token_corpus> corpus;
+    if (cfg)
+      corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
+    if (!cfg || !corpus) {
+      logger_->error("node {}: cannot take the assignment: {}", member_, problem);
+      finish(make_error(errc::invalid_config, problem));
+      return;
+    }
+    learn_proxy();
+    registry_ =
+        std::make_shared<transport_registry>(cfg->stages, spec_.store_host, store_port_);
+    auto parts = partition(layer_costs(cfg->model), cfg->stages);
+    node_assignment na;
+    na.node = static_cast<int>(a.node);
+    na.stage = static_cast<int>(a.stage);
+    na.range = parts.at(a.stage);
+    na.shadow_stage = a.shadow_stage;
+    if (a.shadow_stage >= 0)
+      na.shadow_range = parts.at(static_cast<std::size_t>(a.shadow_stage));
+    node_resources res;
+    res.cfg = *cfg;
+    res.corpus = corpus;
+    res.transports = registry_;
+    res.sync = shadow_sync::transport;
+    res.detector = false; // this agent heartbeats for the process
+    auto h = spawn_node(self_, na, res);
+    group_ = h.group;
+    add_local(target::stage, h.stage);
+    if (h.shadow)
+      add_local(target::shadow, h.shadow);
+    logger_->info("node {}: stage {}{}, generation {}", member_, a.stage,
+                  a.shadow_stage >= 0
+                      ? ", replica of stage " + std::to_string(a.shadow_stage)
+                      : std::string(),
+                  a.generation);
+  }
+
+  void add_local(target t, const stage_actor& a) {
+    locals_[t] = a;
+    target_of_[caf::actor_cast<caf::strong_actor_ptr>(a)] = t;
+  }
+
+  void handle(const schema::attach&) { learn_proxy(); }
+  void handle(const schema::run_step& r) {
+    to_local(run_step_atom::value, r.generation, static_cast<std::int64_t>(r.step));
+  }
+  void handle(const schema::commit& c) { to_local(c); }
+  void handle(const schema::shadow_link& l) {
+    // The owner only needs to know that a replica exists: it sends the
+    // gradients through the transport, to the rank before its own.
+    to_local(shadow_atom::value, l.present, caf::actor{});
+  }
+  void handle(const schema::resync& r) {
+    to_local(resync_atom::value, r.generation, static_cast<std::int64_t>(r.step));
+  }
+  void handle(const schema::resume& r) { to_local(from_frame(r)); }
+  void handle(const schema::progress_request& r) {
+    auto a = local();
+    if (!a)
+      return;
+    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+    self_->request(a, std::chrono::seconds(30), progress_atom::value, r.generation)
+        .then(
+            [this, proxy, id = r.request](stage_progress& p) {
+              self_->send(proxy, to_wire(to_frame(p, id)));
+            },
+            [this](caf::error& err) {
+              logger_->warn("node {}: no progress to report: {}", member_, describe(err));
+            });
+  }
+  void handle(const schema::generation_end& g) {
+    logger_->info("node {}: generation {} ended ({})", member_, g.generation, g.reason);
+    if (registry_)
+      registry_->abort(g.generation, g.reason);
+  }
+  void handle(const schema::leave& l) {
+    logger_->info("node {}: leaving: {}", member_, l.reason);
+    finish({});
+  }
+  void handle(const schema::join_refused& r) {
+    if (member_ < 0) { // the join itself: a wrong token
+      finish(make_error(errc::invalid_config, "refused: " + r.reason));
+      return;
+    }
+    // Declared lost (e.g. stopped too long): with a stage its state is stale
+    // and it must go; without one it joins again as a new node.
+    logger_->warn("node {}: fenced by the manager: {}", member_, r.reason);
+    if (group_)
+      finish(make_error(errc::node_lost, "fenced: " + r.reason));
+    else
+      ask_to_join();
+  }
+  void handle(const schema::frame_rejected& r) {
+    logger_->warn("node {}: the manager rejected a frame: {}", member_, r.reason);
+  }
+  template <class T>
+  void handle(const T&) {
+    logger_->warn("node {}: dropped a frame of a kind a worker does not take", member_);
+  }
+
+  void on_down(const caf::down_msg& dm) {
+    if (target_of_.count(caf::actor_cast<caf::strong_actor_ptr>(dm.source)) == 0)
+      return;
+    logger_->error("node {}: an actor of the node ended ({}): leaving", member_,
+                   caf::to_string(dm.reason));
+    finish(make_error(errc::node_lost, "an actor of the node ended"));
+  }
+
+  // The node's actors end with the process's agent.
+  void finish(caf::error reason) {
+    if (group_)
+      group_->kill_all({});
+    if (detector_)
+      self_->send_exit(detector_, caf::exit_reason::user_shutdown);
+    self_->quit(std::move(reason));
+  }
+
+  caf::event_based_actor* self_;
+  worker_spec spec_;
+  std::shared_ptr<spdlog::logger> logger_;
+  int member_ = -1; // the gateway's number of this process, once joined
+  int joins_ = 0, attempts_ = 0;
+  caf::actor detector_;
+  std::uint16_t store_port_ = 0;
+  std::shared_ptr<transport_registry> registry_;
+  std::shared_ptr<node_group> group_;
+  target target_ = target::none; // of the frame being handled
+  std::map<target, stage_actor> locals_;
+  std::map<target, caf::actor> proxies_;
+  std::map<caf::strong_actor_ptr, target> target_of_;
+  std::map<target, std::vector<wire_frame>> held_; // for proxies not yet known
+  std::set<caf::strong_actor_ptr> told_;           // peers told of a bad frame
+};
+
+caf::behavior worker_agent(caf::stateful_actor<agent_state>* self, worker_spec spec) {
+  return self->state.make_behavior(std::move(spec));
+}
+
+} // namespace
+
+caf::actor spawn_worker_agent(caf::actor_system& sys, worker_spec spec) {
+  return sys.spawn(worker_agent, std::move(spec));
+}
+
+} // namespace bamboo

@@ -1,0 +1,62 @@
+#include "actors/node.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/failure_detector.hpp"
+#include "actors/stage_actor.hpp"
+#include "model/stage_executor.hpp"
+
+namespace bamboo {
+
+void node_group::add_ptr(caf::strong_actor_ptr p) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  members_.push_back(std::move(p));
+}
+
+void node_group::kill_all(const caf::actor_addr& except) {
+  std::vector<caf::strong_actor_ptr> victims;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    victims.swap(members_);
+  }
+  for (auto& p : victims)
+    if (p && p->address() != except)
+      caf::anon_send_exit(caf::actor_cast<caf::actor>(p), caf::exit_reason::kill);
+}
+
+node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
+                        const node_resources& r) {
+  node_handles h;
+  h.group = std::make_shared<node_group>();
+  stage_actor_spec st;
+  st.cfg = r.cfg;
+  st.node = a.node;
+  st.injector = r.injector;
+  st.group = h.group;
+  st.transports = r.transports;
+  st.sync = r.sync;
+  if (a.shadow_stage >= 0) {
+    // The replica starts from the same (seeded) initial weights as its owner.
+    auto replica =
+        std::make_shared<stage_executor>(r.cfg, a.shadow_stage, a.shadow_range, r.corpus);
+    stage_actor_spec sh = st;
+    sh.executor = replica;
+    h.shadow = spawn_shadow_actor(supervisor, std::move(sh));
+    h.group->add(h.shadow);
+    // Forward redundant computation runs the replica on the stage's own thread.
+    if (r.cfg.redundancy == redundancy_mode::eager)
+      st.replica = replica;
+  }
+  st.executor = std::make_shared<stage_executor>(r.cfg, a.stage, a.range, r.corpus);
+  h.stage = spawn_stage_actor(supervisor, std::move(st));
+  h.group->add(h.stage);
+  if (!r.detector)
+    return h;
+  h.detector = spawn_failure_detector(supervisor, a.node,
+                                      caf::actor_cast<caf::actor>(supervisor),
+                                      r.heartbeat_period);
+  h.group->add(h.detector);
+  return h;
+}
+
+} // namespace bamboo

@@ -1,0 +1,163 @@
+#include "actors/plan/planner.hpp"
+
+#include <algorithm>
+
+namespace bamboo {
+
+cluster_plan cluster_plan::initial(int stages, redundancy_mode mode) {
+  cluster_plan p;
+  p.stages = stages;
+  p.mode = mode;
+  for (int s = 0; s < stages; ++s) {
+    p.owner.push_back(s);
+    p.alive.push_back(true);
+    // The replica of stage s lives on the node of stage s-1 (a ring).
+    const bool shadows = mode != redundancy_mode::off && stages > 1;
+    p.shadow.push_back(shadows ? (s + stages - 1) % stages : -1);
+  }
+  return p;
+}
+
+cluster_plan cluster_plan::assign(const std::vector<int>& nodes, int pipelines,
+                                  int stages, redundancy_mode mode) {
+  cluster_plan p;
+  p.pipelines = pipelines;
+  p.stages = stages;
+  p.mode = mode;
+  int max_id = 0;
+  for (int n : nodes)
+    max_id = std::max(max_id, n);
+  p.alive.assign(max_id + 1, false);
+  const bool shadows = mode != redundancy_mode::off && stages > 1;
+  for (int c = 0; c < pipelines * stages; ++c) {
+    p.owner.push_back(nodes.at(c));
+    p.alive[nodes[c]] = true;
+  }
+  for (int c = 0; c < pipelines * stages; ++c) {
+    const int pipe = c / stages, s = c % stages;
+    p.shadow.push_back(shadows ? p.owner[pipe * stages + (s + stages - 1) % stages] : -1);
+  }
+  return p;
+}
+
+std::vector<int> cluster_plan::stages_of(int node) const {
+  std::vector<int> out;
+  for (int s = 0; s < static_cast<int>(owner.size()); ++s)
+    if (owner[s] == node)
+      out.push_back(s);
+  return out;
+}
+
+int cluster_plan::live_nodes() const {
+  return static_cast<int>(std::count(alive.begin(), alive.end(), true));
+}
+
+failover_decision plan_failover(const cluster_plan& plan, int node) {
+  failover_decision d;
+  d.plan = plan;
+  d.plan.generation = plan.generation + 1;
+  if (node < 0 || node >= static_cast<int>(plan.alive.size()) || !plan.alive[node]) {
+    d.fatal = "node " + std::to_string(node) + " is not a live node";
+    return d;
+  }
+  d.plan.alive[node] = false;
+  auto lost = plan.stages_of(node);
+  if (lost.size() > 1) {
+    d.fatal = "node " + std::to_string(node) + " ran " + std::to_string(lost.size()) +
+              " stages (it had already taken over a lost neighbour)";
+    return d;
+  }
+  for (std::size_t s = 0; s < plan.shadow.size(); ++s)
+    if (plan.shadow[s] == node)
+      d.plan.shadow[s] = -1; // its replica died with it
+  for (int s : lost) {
+    const int heir = plan.shadow[s];
+    if (heir < 0 || !plan.alive[heir]) {
+      d.fatal = plan.mode == redundancy_mode::off
+                    ? "stage " + std::to_string(s) + " lost with redundancy off"
+                    : "stage " + std::to_string(s) +
+                          " lost and its replica is gone too " +
+                          "(two neighbouring nodes lost)";
+      return d;
+    }
+    d.plan.owner[s] = heir;
+    d.plan.shadow[s] = -1;
+    d.promoted.push_back({s, heir});
+  }
+  return d;
+}
+
+std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan) {
+  std::vector<std::pair<int, int>> out;
+  if (plan.mode == redundancy_mode::off || plan.stages < 2)
+    return out;
+  for (int c = 0; c < static_cast<int>(plan.owner.size()); ++c) {
+    if (plan.shadow[c] >= 0)
+      continue;
+    const int p = c / plan.stages, s = c % plan.stages;
+    const int pred = p * plan.stages + (s + plan.stages - 1) % plan.stages;
+    const int node = plan.owner[pred];
+    if (node != plan.owner[c] && plan.alive[node])
+      out.push_back({c, node});
+  }
+  return out;
+}
+
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) {
+  const int n = static_cast<int>(done.size());
+  std::vector<resume_order_plan> out(n);
+  for (int s = 0; s < n; ++s) {
+    auto& o = out[s];
+    if (done[s].restarted) {
+      // A restarted stage sends as it runs; it skips what its peers already hold.
+      if (s + 1 < n)
+        o.delivered_activations.assign(done[s + 1].forwards.begin(),
+                                       done[s + 1].forwards.end());
+      if (s > 0)
+        o.delivered_gradients.assign(done[s - 1].backwards.begin(),
+                                     done[s - 1].backwards.end());
+      continue;
+    }
+    if (s + 1 < n)
+      for (int j : done[s].forwards)
+        if (!done[s + 1].forwards.count(j))
+          o.resend_activations.push_back(j);
+    if (s > 0)
+      for (int j : done[s].backwards)
+        if (!done[s - 1].backwards.count(j))
+          o.resend_gradients.push_back(j);
+  }
+  return out;
+}
+
+std::vector<stage_done> work_done(const std::vector<std::optional<stage_progress>>& progress,
+                                  const std::set<int>& restarted,
+                                  const std::vector<bool>& committed, std::int64_t step,
+                                  int micro_batches) {
+  const int stages = static_cast<int>(progress.size());
+  std::vector<stage_done> done(stages);
+  for (int s = 0; s < stages; ++s) {
+    if (restarted.count(s)) {
+      if (committed[s]) { // the replica already has the update
+        for (int j = 0; j < micro_batches; ++j) {
+          done[s].forwards.insert(j);
+          done[s].backwards.insert(j);
+        }
+        continue;
+      }
+      done[s].restarted = true;
+      // FRC run by the predecessor is the heir's inherited forward work.
+      if (s > 0 && progress[s - 1] && progress[s - 1]->step == step)
+        done[s].forwards.insert(progress[s - 1]->frc.begin(), progress[s - 1]->frc.end());
+      continue;
+    }
+    if (progress[s] && progress[s]->step == step) {
+      done[s].forwards.insert(progress[s]->forwards.begin(), progress[s]->forwards.end());
+      done[s].backwards.insert(progress[s]->backwards.begin(),
+                               progress[s]->backwards.end());
+    }
+  }
+  return done;
+}
+
+} // namespace bamboo

@@ -1,0 +1,88 @@
+// Plans as plain values and the pure functions that change them; the manager
+// and the simulator call these, so they are tested without actors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+#include "schema/codec.hpp"
+
+namespace bamboo {
+
+struct cluster_plan {
+  std::uint64_t generation = 1;
+  int stages = 0; // per pipeline; owner/shadow are indexed by p * stages + s
+  redundancy_mode mode = redundancy_mode::lazy;
+  std::vector<int> owner;  // stage -> node running it
+  std::vector<int> shadow; // stage -> node holding its replica, -1 for none
+  std::vector<bool> alive; // node -> alive
+
+  // Node i runs stage i and holds the replica of stage (i+1) mod S (if any).
+  static cluster_plan initial(int stages, redundancy_mode mode);
+  // P pipelines of S stages over `nodes` (coordinate p*S+s runs on nodes[p*S+s]);
+  // the replica of (p, s) lives on the node of (p, s-1 mod S). Node ids index
+  // `alive`, so they should be small integers.
+  static cluster_plan assign(const std::vector<int>& nodes, int pipelines, int stages,
+                             redundancy_mode mode);
+  int pipelines = 1;
+  std::vector<int> stages_of(int node) const;
+  int live_nodes() const;
+};
+
+struct failover_decision {
+  cluster_plan plan;                         // generation bumped
+  std::vector<std::pair<int, int>> promoted; // (stage, node now running it)
+  std::string fatal; // non-empty: shadows cannot cover this loss, and why
+};
+
+// The loss of `node`: each stage it ran moves to its replica's node. Fatal when
+// the node ran two stages, or a stage it ran has no live replica (two
+// neighbours lost, or redundancy off).
+failover_decision plan_failover(const cluster_plan& plan, int node);
+
+// Shadows to re-create at a step boundary after failovers: each stage without
+// a replica gets one on the node running its predecessor stage (p, s-1), unless
+// that node runs the stage itself. Returns (stage, node) pairs.
+std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan);
+
+// What a stage has done in the interrupted step, as the manager learns it.
+struct stage_done {
+  std::set<int> forwards;
+  std::set<int> backwards;
+  bool restarted = false; // newly promoted: runs its whole schedule again
+};
+
+// A stage's state in an interrupted step, as it reports it to the manager.
+struct stage_progress {
+  int stage = 0;
+  std::int64_t step = 0;
+  std::vector<int> forwards, backwards, frc;
+  bool complete = false;
+  schema::step_report report; // valid when complete
+};
+
+// What each stage has done of step `step`, from the survivors' progress
+// (nullopt for a stage that was restarted): a restarted stage whose update its
+// replica already had counts as done; otherwise it starts over with the FRC
+// forwards its predecessor ran for it as inherited work.
+std::vector<stage_done> work_done(const std::vector<std::optional<stage_progress>>& progress,
+                                  const std::set<int>& restarted,
+                                  const std::vector<bool>& committed, std::int64_t step,
+                                  int micro_batches);
+
+struct resume_order_plan {
+  std::vector<int> resend_activations;    // to s+1, from kept copies
+  std::vector<int> resend_gradients;      // to s-1, from kept copies
+  std::vector<int> delivered_activations; // s+1 has them: do not send again
+  std::vector<int> delivered_gradients;   // s-1 has them: do not send again
+};
+
+// For each stage: what to send again so every stage gets each input exactly once.
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done);
+
+} // namespace bamboo

@@ -1,0 +1,78 @@
+// What a run reports, as plain values: each step, each failover and why it
+// happened, the final state when asked for. Filled in by the manager, read by
+// the apps, the tests and custom trainers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schema/codec.hpp"
+
+namespace bamboo {
+
+// Why a node was lost, as the manager learns it.
+enum class failover_cause : std::uint8_t {
+  preempted,         // killed (an injected preemption)
+  preemption_notice, // handed off at a step boundary after a notice (SIGTERM)
+  actor_down,        // an actor of the node ended otherwise (a crash)
+  connection_lost,   // the node's process dropped its connection (kill -9, a crash)
+  missed_heartbeats, // silent for too long (a hang, a partition, SIGSTOP)
+};
+
+// "preempted", "preemption notice", "actor down", "connection lost", "missed heartbeats".
+const char* to_string(failover_cause c);
+// A preemption the node was told of or that killed it (the event column's
+// "preempted+failover"), as opposed to any other loss.
+bool is_preemption(failover_cause c);
+
+// A tensor's values (parameters, optimizer moments), for bit-for-bit comparisons.
+struct param_blob {
+  std::string name;
+  std::vector<float> values;
+};
+
+struct step_record {
+  std::int64_t step = 0;
+  double loss = 0;
+  double seconds = 0;
+  double samples_per_s = 0;
+  std::uint64_t generation = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  // "" (nothing), "preempted+failover" (a node was preempted and its stage moved),
+  // "failover" (lost otherwise: missed heartbeats, a crash), "degraded" (a stage
+  // still has no shadow).
+  std::string event;
+  std::vector<schema::step_report> work; // each stage's report, by stage
+};
+
+struct failover_record {
+  int node = 0;  // the lost node
+  int stage = 0; // the stage it ran
+  int heir = 0;  // the node that took the stage over
+  std::int64_t step = 0;
+  failover_cause cause = failover_cause::actor_down;
+  std::string detail;          // how, in words (an exit reason), may be empty
+  double detect_s = 0;         // kill -> manager knew (when the kill time is known)
+  double latency_s = 0;        // kill -> the step's completion
+  int recomputed_forwards = 0; // lost stage's finished forwards redone by the heir
+  int recomputed_backwards = 0;
+  int inherited = 0;        // forwards the heir already had from FRC
+  bool at_boundary = false; // handed off between steps (a preemption notice)
+};
+
+// "connection lost (remote_link_unreachable)": the cause and its detail.
+std::string describe(const failover_record& f);
+
+// Filled in by the manager before it answers train_atom.
+struct run_result {
+  std::vector<step_record> steps;
+  std::vector<failover_record> failovers;
+  std::vector<param_blob> parameters;      // owners' state, when asked for, by name
+  std::vector<param_blob> shadow_state;    // live shadows' state, when asked for
+  std::vector<double> heartbeat_max_gap_s; // per node
+  std::vector<int> heartbeats;             // per node
+};
+
+} // namespace bamboo

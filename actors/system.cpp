@@ -1,0 +1,21 @@
+#include "actors/system.hpp"
+
+#include <caf/actor_system_config.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/protocol.hpp"
+
+namespace bamboo {
+
+void configure(caf::actor_system_config& cfg) {
+  register_errors(cfg);
+  cfg.add_message_type<schema::step_report>("bamboo::step_report");
+  cfg.add_message_type<schema::commit>("bamboo::commit");
+  cfg.add_message_type<schema::heartbeat>("bamboo::heartbeat");
+  cfg.add_message_type<stage_progress>("bamboo::stage_progress");
+  cfg.add_message_type<resume_order>("bamboo::resume_order");
+  cfg.add_message_type<param_blob>("bamboo::param_blob");
+  cfg.add_message_type<std::vector<param_blob>>("std::vector<bamboo::param_blob>");
+}
+
+} // namespace bamboo

@@ -1,0 +1,30 @@
+// The launcher's status channel: bamboo-manager and bamboo-worker write one
+// machine-readable line per event to the descriptor named by BAMBOO_STATUS_FD
+// (when it is set), apart from what they print for people, so that --quiet or
+// a log level changes nothing the launcher relies on. Lines:
+//   listening PORT      the manager takes joins
+//   started             all workers joined, the first step begins
+//   committed K         step K committed
+//   joined NODE PID     a worker joined as NODE (again: after a fence)
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bamboo::status {
+
+inline constexpr const char* fd_variable = "BAMBOO_STATUS_FD";
+
+// Writes `line` and a newline in one write (whole lines even when processes
+// share the pipe); nothing when BAMBOO_STATUS_FD is unset.
+void emit(const std::string& line);
+
+struct event {
+  std::string kind;
+  std::vector<long> values;
+};
+// "committed 3" -> {committed, {3}}; nullopt for a line that is not an event.
+std::optional<event> parse(const std::string& line);
+
+} // namespace bamboo::status

@@ -1,0 +1,112 @@
+#include <catch2/catch.hpp>
+
+#include "actors/plan/planner.hpp"
+
+using namespace bamboo;
+
+TEST_CASE("the initial plan puts each stage's replica on its predecessor's node",
+          "[actors][plan]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  CHECK(p.owner == std::vector<int>{0, 1, 2, 3});
+  CHECK(p.shadow == std::vector<int>{3, 0, 1, 2});
+  auto off = cluster_plan::initial(4, redundancy_mode::off);
+  CHECK(off.shadow == std::vector<int>{-1, -1, -1, -1});
+}
+
+TEST_CASE("a lost node's stage moves to its shadow and the generation goes up",
+          "[actors][plan]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  auto d = plan_failover(p, 2);
+  REQUIRE(d.fatal.empty());
+  CHECK(d.plan.generation == 2);
+  CHECK(d.plan.owner == std::vector<int>{0, 1, 1, 3});
+  CHECK(d.plan.shadow == std::vector<int>{3, 0, -1, -1}); // stage 3's replica died too
+  REQUIRE(d.promoted.size() == 1);
+  CHECK(d.promoted[0] == std::pair<int, int>{2, 1});
+  CHECK(d.plan.stages_of(1) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("losses shadows cannot cover are fatal, with the reason", "[actors][plan]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  auto first = plan_failover(p, 2).plan;
+  // Node 1 now runs stages 1 and 2.
+  CHECK(plan_failover(first, 1).fatal.find("ran 2 stages") != std::string::npos);
+  // Stage 3 lost its replica with node 2.
+  CHECK(plan_failover(first, 3).fatal.find("neighbouring") != std::string::npos);
+  // A non-neighbour is fine.
+  CHECK(plan_failover(first, 0).fatal.empty());
+  CHECK(plan_failover(first, 2).fatal.find("not a live node") != std::string::npos);
+  auto off = cluster_plan::initial(3, redundancy_mode::off);
+  CHECK(plan_failover(off, 1).fatal.find("redundancy off") != std::string::npos);
+}
+
+TEST_CASE("a resumed step re-sends exactly what each receiver is missing", "[actors][plan]") {
+  std::vector<stage_done> d(3);
+  d[0].forwards = {0, 1, 2};
+  d[0].backwards = {0};
+  d[1].restarted = true; // the heir of stage 1 starts over
+  d[2].forwards = {0, 1};
+  d[2].backwards = {0, 1};
+  auto o = plan_resume(d);
+  CHECK(o[0].resend_activations == std::vector<int>{0, 1, 2});
+  CHECK(o[2].resend_gradients == std::vector<int>{0, 1});
+  CHECK(o[1].delivered_activations == std::vector<int>{0, 1});
+  CHECK(o[1].delivered_gradients == std::vector<int>{0});
+  CHECK(o[1].resend_activations.empty());
+  // Survivors alone: only tensors lost in the aborted group go again.
+  std::vector<stage_done> e(2);
+  e[0].forwards = {0, 1};
+  e[1].forwards = {0};
+  e[1].backwards = {0};
+  e[0].backwards = {};
+  auto q = plan_resume(e);
+  CHECK(q[0].resend_activations == std::vector<int>{1});
+  CHECK(q[1].resend_gradients == std::vector<int>{0});
+}
+
+TEST_CASE("after a failover, unprotected stages get shadows on their predecessor's node",
+          "[actors][plan]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  auto d = plan_failover(p, 1); // node 0 now runs stages 0 and 1
+  REQUIRE(d.fatal.empty());
+  // Stage 1's predecessor runs on node 0 too: no point. Stage 2's replica died
+  // with node 1: it goes to node 0, which runs stage 1.
+  auto todo = plan_reshadow(d.plan);
+  CHECK(todo == std::vector<std::pair<int, int>>{{2, 0}});
+  d.plan.shadow[2] = 0;
+  // Now node 2 may die too, in a later step: covered.
+  CHECK(plan_failover(d.plan, 2).fatal.empty());
+  CHECK(plan_reshadow(cluster_plan::initial(4, redundancy_mode::off)).empty());
+}
+
+TEST_CASE("a recovery round counts a survivor's own work, a restarted stage's "
+          "inherited FRC, and a committed replica as done",
+          "[actors][plan]") {
+  const int m = 4;
+  std::vector<std::optional<stage_progress>> progress(3);
+  stage_progress p0;
+  p0.stage = 0;
+  p0.step = 5;
+  p0.forwards = {0, 1, 2};
+  p0.backwards = {0};
+  p0.frc = {0, 1};
+  progress[0] = p0;
+  stage_progress p2;
+  p2.stage = 2;
+  p2.step = 4; // still in the step before: nothing of step 5
+  p2.forwards = {0, 1, 2, 3};
+  progress[2] = p2;
+  auto done = work_done(progress, {1}, {false, false, false}, 5, m);
+  CHECK(done[0].forwards == std::set<int>{0, 1, 2});
+  CHECK(done[0].backwards == std::set<int>{0});
+  CHECK_FALSE(done[0].restarted);
+  CHECK(done[1].restarted);
+  CHECK(done[1].forwards == std::set<int>{0, 1}); // from stage 0's FRC
+  CHECK(done[1].backwards.empty());
+  CHECK(done[2].forwards.empty());
+  // The lost owner's update reached its replica: the stage is done.
+  done = work_done(progress, {1}, {false, true, false}, 5, m);
+  CHECK_FALSE(done[1].restarted);
+  CHECK(done[1].forwards == std::set<int>{0, 1, 2, 3});
+  CHECK(done[1].backwards == std::set<int>{0, 1, 2, 3});
+}
