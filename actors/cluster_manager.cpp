@@ -162,9 +162,8 @@ void manager_state::finish() {
               std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
               if (--*remaining == 0) {
                 for (auto* v : {&spec_.result->parameters, &spec_.result->shadow_state})
-                  std::sort(v->begin(), v->end(), [](const auto& a, const auto& b) {
-                    return a.name < b.name;
-                  });
+                  std::sort(v->begin(), v->end(),
+                            [](const auto& a, const auto& b) { return a.name < b.name; });
                 deliver_done();
               }
             },

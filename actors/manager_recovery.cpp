@@ -142,8 +142,8 @@ void manager_state::finish_recovery() {
   std::vector<bool> committed(stages);
   for (int s = 0; s < stages; ++s)
     committed[s] = ledger_.committed(s);
-  auto done = work_done(progress_, restarted_, committed, step_,
-                        spec_.cfg.micro_batches());
+  auto done =
+      work_done(progress_, restarted_, committed, step_, spec_.cfg.micro_batches());
   for (int s = 0; s < stages; ++s)
     if (!restarted_.count(s) && progress_[s] && progress_[s]->step == step_ &&
         progress_[s]->complete)

@@ -65,7 +65,8 @@ private:
   // manager_recovery.cpp
   void on_down(const caf::down_msg& dm);
   void on_tick();
-  void on_step_failed(std::uint64_t gen, std::int64_t k, int stage, const std::string& why);
+  void on_step_failed(std::uint64_t gen, std::int64_t k, int stage,
+                      const std::string& why);
   void node_lost(int node, failover_cause cause, const std::string& detail,
                  bool at_boundary);
   void start_recovery();

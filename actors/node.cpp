@@ -52,9 +52,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
   h.group->add(h.stage);
   if (!r.detector)
     return h;
-  h.detector = spawn_failure_detector(supervisor, a.node,
-                                      caf::actor_cast<caf::actor>(supervisor),
-                                      r.heartbeat_period);
+  h.detector = spawn_failure_detector(
+      supervisor, a.node, caf::actor_cast<caf::actor>(supervisor), r.heartbeat_period);
   h.group->add(h.detector);
   return h;
 }

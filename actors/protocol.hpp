@@ -33,14 +33,15 @@ class stage_executor;
 struct gradient_list; // std::vector<at::Tensor>, kept out of this header
 
 // --- the run and its steps (manager <-> stages) -------------------------------
-using train_atom = caf::atom_constant<caf::atom("train")>;     // start, reply done
-using done_atom = caf::atom_constant<caf::atom("done")>;       // the run completed
-using run_step_atom = caf::atom_constant<caf::atom("runstep")>; // (gen, k)
+using train_atom = caf::atom_constant<caf::atom("train")>;         // start, reply done
+using done_atom = caf::atom_constant<caf::atom("done")>;           // the run completed
+using run_step_atom = caf::atom_constant<caf::atom("runstep")>;    // (gen, k)
 using committed_atom = caf::atom_constant<caf::atom("committed")>; // (gen, k, stage)
 using synced_atom = caf::atom_constant<caf::atom("synced")>;       // (gen, k, stage)
-using step_failed_atom = caf::atom_constant<caf::atom("stepfail")>; // (gen, k, stage, why)
-using progress_atom = caf::atom_constant<caf::atom("progress")>;    // (gen) -> progress
-using params_atom = caf::atom_constant<caf::atom("params")>;        // -> state blobs
+using step_failed_atom =
+    caf::atom_constant<caf::atom("stepfail")>;                   // (gen, k, stage, why)
+using progress_atom = caf::atom_constant<caf::atom("progress")>; // (gen) -> progress
+using params_atom = caf::atom_constant<caf::atom("params")>;     // -> state blobs
 // A shadow did not get its owner's gradients of a step (the generation ended).
 using sync_lost_atom = caf::atom_constant<caf::atom("synclost")>;
 using resync_atom = caf::atom_constant<caf::atom("resync")>; // owner: send them again

@@ -8,7 +8,8 @@
 
 namespace bamboo {
 
-at::Tensor pack_gradients(const stage_executor& ex, const std::vector<at::Tensor>& grads) {
+at::Tensor pack_gradients(const stage_executor& ex,
+                          const std::vector<at::Tensor>& grads) {
   std::vector<at::Tensor> parts;
   auto mask = at::zeros({static_cast<long>(grads.size())}, at::kFloat);
   const auto& params = ex.parameters();
@@ -22,7 +23,8 @@ at::Tensor pack_gradients(const stage_executor& ex, const std::vector<at::Tensor
   return at::cat(parts);
 }
 
-std::vector<at::Tensor> unpack_gradients(const stage_executor& ex, const at::Tensor& flat) {
+std::vector<at::Tensor> unpack_gradients(const stage_executor& ex,
+                                         const at::Tensor& flat) {
   const auto& params = ex.parameters();
   std::vector<at::Tensor> grads;
   auto mask = flat.narrow(0, 0, static_cast<long>(params.size()));

@@ -17,7 +17,8 @@ namespace bamboo {
 class stage_executor;
 
 at::Tensor pack_gradients(const stage_executor& ex, const std::vector<at::Tensor>& grads);
-std::vector<at::Tensor> unpack_gradients(const stage_executor& ex, const at::Tensor& flat);
+std::vector<at::Tensor> unpack_gradients(const stage_executor& ex,
+                                         const at::Tensor& flat);
 // The length of a packed tensor of ex's gradients.
 long packed_size(const stage_executor& ex);
 

@@ -112,7 +112,8 @@ struct stage_state {
           has_shadow_ = present;
           shadow_ = caf::actor_cast<stage_actor>(a);
         },
-        [](resync_atom, std::uint64_t, std::int64_t) {}, // a shadow has nothing to re-send
+        [](resync_atom, std::uint64_t, std::int64_t) {
+        }, // a shadow has nothing to re-send
         [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
         [](clone_atom) -> caf::result<replica_handle> {
           return caf::make_error(caf::sec::unexpected_message); // only owners are cloned
@@ -267,7 +268,7 @@ private:
       ex.apply_update(k);
     } catch (const std::exception& e) {
       tell(self_, supervisor_, step_failed_atom::value, c.generation, k, stage_,
-                  std::string("optimizer update: ") + e.what());
+           std::string("optimizer update: ") + e.what());
       return;
     }
     tell(self_, supervisor_, committed_atom::value, c.generation, k, stage_);

@@ -15,8 +15,8 @@
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
 #include "bench/bench_util.hpp"
-#include "model/model.hpp"
 #include "log/log.hpp"
+#include "model/model.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 

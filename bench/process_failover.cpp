@@ -9,9 +9,9 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <random>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>

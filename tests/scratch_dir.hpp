@@ -13,7 +13,8 @@ namespace bamboo::test {
 class scratch_dir {
 public:
   scratch_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "bamboo_test_XXXXXX").string();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "bamboo_test_XXXXXX").string();
     if (mkdtemp(tmpl.data()))
       path_ = tmpl;
   }

@@ -9,10 +9,10 @@
 #include "actors/net/network.hpp"
 #include "actors/net/stage_proxy.hpp"
 #include "actors/net/wire_values.hpp"
+#include "log/log.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "transport/gloo_transport.hpp"
-#include "log/log.hpp"
 
 namespace bamboo {
 
@@ -153,8 +153,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     return members.error();
   }
 
-  auto nodes =
-      std::make_shared<process_nodes>(cfg, std::move(*members), gateway, opts.frame_limit);
+  auto nodes = std::make_shared<process_nodes>(cfg, std::move(*members), gateway,
+                                               opts.frame_limit);
   manager_spec spec;
   spec.cfg = cfg;
   spec.parts = partition(layer_costs(cfg.model), cfg.stages);

@@ -137,7 +137,8 @@ private:
   }
 
   // A member gone: it left (nullopt), or it was lost and its proxies end with why.
-  void lose(const peer& p, std::optional<failover_cause> cause, const std::string& detail) {
+  void lose(const peer& p, std::optional<failover_cause> cause,
+            const std::string& detail) {
     auto it = members_.find(p);
     if (it == members_.end())
       return;

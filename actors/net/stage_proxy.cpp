@@ -30,15 +30,16 @@ struct proxy_state {
     // The worker's actors end with the manager's: a proxy that stops tells them.
     // When the gateway ended it (the process was declared lost) the process is
     // fenced: if it still runs (it was stopped, say), its state is stale.
-    self_->attach_functor([agent = spec_.agent, target = spec_.target](const caf::error& e) {
-      const bool lost = e.category() == error_category &&
-                        e.code() == static_cast<std::uint8_t>(errc::node_lost);
-      caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
-                                                             describe(e) + ")"
-                                                       : "the manager is done with "
-                                                         "the node"},
-                                    target));
-    });
+    self_->attach_functor(
+        [agent = spec_.agent, target = spec_.target](const caf::error& e) {
+          const bool lost = e.category() == error_category &&
+                            e.code() == static_cast<std::uint8_t>(errc::node_lost);
+          caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
+                                                                 describe(e) + ")"
+                                                           : "the manager is done with "
+                                                             "the node"},
+                                        target));
+        });
     return {
         [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
           forward(schema::run_step{gen, static_cast<std::uint64_t>(k)});
@@ -67,7 +68,8 @@ struct proxy_state {
                             "parameters are not collected across processes");
         },
         [](clone_atom) -> caf::result<replica_handle> {
-          return make_error(errc::stage_failed, "replicas are not cloned across processes");
+          return make_error(errc::stage_failed,
+                            "replicas are not cloned across processes");
         },
         [this](const replica_handle&) {
           logger_->warn("node {}: an in-process replica cannot cross processes",
@@ -114,7 +116,7 @@ private:
   void handle(const schema::sync_lost& e) { relay(sync_lost_atom::value, e); }
   void handle(const schema::step_failed& f) {
     tell(self_, manager_, step_failed_atom::value, f.generation,
-                static_cast<std::int64_t>(f.step), static_cast<int>(f.stage), f.reason);
+         static_cast<std::int64_t>(f.step), static_cast<int>(f.stage), f.reason);
   }
   void handle(const schema::progress_report& p) {
     auto it = pending_.find(p.request);

@@ -22,8 +22,8 @@ namespace bamboo {
 
 // The stage interface plus what only a proxy hears: the agent's frames, and
 // the gateway's word of its process's preemption notice (deadline in ms).
-using stage_proxy_actor =
-    stage_actor::extend<caf::reacts_to<wire_frame>, caf::reacts_to<notice_atom, std::int64_t>>;
+using stage_proxy_actor = stage_actor::extend<caf::reacts_to<wire_frame>,
+                                              caf::reacts_to<notice_atom, std::int64_t>>;
 
 struct stage_proxy_spec {
   caf::actor agent;   // the worker process's agent

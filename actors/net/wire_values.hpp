@@ -37,7 +37,8 @@ T to_event(std::uint64_t generation, std::int64_t step, int stage) {
   e.stage = static_cast<std::uint32_t>(stage);
   return e;
 }
-inline std::tuple<std::uint64_t, std::int64_t, int> from_event(const schema::stage_done& e) {
+inline std::tuple<std::uint64_t, std::int64_t, int>
+from_event(const schema::stage_done& e) {
   return {e.generation, static_cast<std::int64_t>(e.step), static_cast<int>(e.stage)};
 }
 

@@ -11,9 +11,9 @@
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/node.hpp"
+#include "log/log.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
-#include "log/log.hpp"
 #include "transport/transport_registry.hpp"
 
 namespace bamboo {
@@ -102,8 +102,8 @@ private:
     // One detector for the life of the process; across rejoins its heartbeats
     // carry the current member number.
     if (!detector_)
-      detector_ = spawn_failure_detector(self_, member_, caf::actor_cast<caf::actor>(self_),
-                                         spec_.heartbeat_period);
+      detector_ = spawn_failure_detector(
+          self_, member_, caf::actor_cast<caf::actor>(self_), spec_.heartbeat_period);
   }
 
   void send_gateway(const schema::frame& f) { self_->send(spec_.gateway, to_wire(f)); }
@@ -225,13 +225,12 @@ private:
       return;
     auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
     self_->request(a, std::chrono::seconds(30), progress_atom::value, r.generation)
-        .then(
-            [this, proxy, id = r.request](stage_progress& p) {
-              self_->send(proxy, to_wire(to_frame(p, id)));
-            },
-            [this](caf::error& err) {
-              logger_->warn("node {}: no progress to report: {}", member_, describe(err));
-            });
+        .then([this, proxy, id = r.request](
+                  stage_progress& p) { self_->send(proxy, to_wire(to_frame(p, id))); },
+              [this](caf::error& err) {
+                logger_->warn("node {}: no progress to report: {}", member_,
+                              describe(err));
+              });
   }
   void handle(const schema::generation_end& g) {
     logger_->info("node {}: generation {} ended ({})", member_, g.generation, g.reason);

@@ -37,24 +37,18 @@ std::string failover_event(const std::vector<failover_record>& failovers) {
   if (failovers.empty())
     return "";
   const bool preempted =
-      std::any_of(failovers.begin(), failovers.end(), [](const failover_record& f) {
-        return is_preemption(f.cause);
-      });
+      std::any_of(failovers.begin(), failovers.end(),
+                  [](const failover_record& f) { return is_preemption(f.cause); });
   return preempted ? "preempted+failover" : "failover";
 }
 
 const char* to_string(failover_cause c) {
   switch (c) {
-    case failover_cause::preempted:
-      return "preempted";
-    case failover_cause::preemption_notice:
-      return "preemption notice";
-    case failover_cause::actor_down:
-      return "actor down";
-    case failover_cause::connection_lost:
-      return "connection lost";
-    case failover_cause::missed_heartbeats:
-      return "missed heartbeats";
+  case failover_cause::preempted: return "preempted";
+  case failover_cause::preemption_notice: return "preemption notice";
+  case failover_cause::actor_down: return "actor down";
+  case failover_cause::connection_lost: return "connection lost";
+  case failover_cause::missed_heartbeats: return "missed heartbeats";
   }
   return "unknown";
 }

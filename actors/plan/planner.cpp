@@ -130,10 +130,10 @@ std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) 
   return out;
 }
 
-std::vector<stage_done> work_done(const std::vector<std::optional<stage_progress>>& progress,
-                                  const std::set<int>& restarted,
-                                  const std::vector<bool>& committed, std::int64_t step,
-                                  int micro_batches) {
+std::vector<stage_done>
+work_done(const std::vector<std::optional<stage_progress>>& progress,
+          const std::set<int>& restarted, const std::vector<bool>& committed,
+          std::int64_t step, int micro_batches) {
   const int stages = static_cast<int>(progress.size());
   std::vector<stage_done> done(stages);
   for (int s = 0; s < stages; ++s) {

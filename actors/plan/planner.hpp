@@ -70,10 +70,10 @@ struct stage_progress {
 // (nullopt for a stage that was restarted): a restarted stage whose update its
 // replica already had counts as done; otherwise it starts over with the FRC
 // forwards its predecessor ran for it as inherited work.
-std::vector<stage_done> work_done(const std::vector<std::optional<stage_progress>>& progress,
-                                  const std::set<int>& restarted,
-                                  const std::vector<bool>& committed, std::int64_t step,
-                                  int micro_batches);
+std::vector<stage_done>
+work_done(const std::vector<std::optional<stage_progress>>& progress,
+          const std::set<int>& restarted, const std::vector<bool>& committed,
+          std::int64_t step, int micro_batches);
 
 struct resume_order_plan {
   std::vector<int> resend_activations;    // to s+1, from kept copies

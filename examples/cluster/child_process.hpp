@@ -16,10 +16,10 @@
 namespace bamboo::proc {
 
 struct child_options {
-  std::vector<std::string> args; // args[0]: the program's path
+  std::vector<std::string> args;                        // args[0]: the program's path
   std::vector<std::pair<std::string, std::string>> env; // set in the child
-  std::string log_file; // stdout and stderr to this file (else inherited)
-  int stdout_fd = -1;   // or stdout to this descriptor (else inherited)
+  std::string log_file;      // stdout and stderr to this file (else inherited)
+  int stdout_fd = -1;        // or stdout to this descriptor (else inherited)
   std::vector<int> pass_fds; // descriptors the program keeps (all others close on exec)
 };
 

@@ -20,8 +20,8 @@
 #include "examples/cluster/status.hpp"
 #include "examples/train/cli.hpp"
 #include "examples/train/report.hpp"
-#include "transport/gloo_transport.hpp"
 #include "log/log.hpp"
+#include "transport/gloo_transport.hpp"
 
 using namespace bamboo;
 

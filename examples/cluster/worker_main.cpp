@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
   ws.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
   ws.on_joined = [](int node, bool again) {
     const int pid = static_cast<int>(getpid());
-    std::printf("bamboo-worker: joined %sas node %d (pid %d)\n", again ? "again " : "", node,
-                pid);
+    std::printf("bamboo-worker: joined %sas node %d (pid %d)\n", again ? "again " : "",
+                node, pid);
     std::fflush(stdout);
     status::emit("joined " + std::to_string(node) + " " + std::to_string(pid));
   };

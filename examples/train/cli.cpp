@@ -63,8 +63,8 @@ train_options::train_options(CLI::App& app, cli_options& o)
       ->check(CLI::IsMember({"local", "gloo"}))
       ->capture_default_str();
   app.add_option(
-      "--preempt", s_->preempt,
-      "inject a preemption: node=N@step=K[.op=J] or rate=R (kills per 100 steps)")
+         "--preempt", s_->preempt,
+         "inject a preemption: node=N@step=K[.op=J] or rate=R (kills per 100 steps)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--print-schedule", o.print_schedule,
                "print each stage's instruction timeline for one step and exit");

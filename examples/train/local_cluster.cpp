@@ -87,7 +87,8 @@ int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
     return 1;
   }
   const std::vector<std::pair<std::string, std::string>> env{
-      {"BAMBOO_TOKEN", make_token()}, {status::fd_variable, std::to_string(events.write)}};
+      {"BAMBOO_TOKEN", make_token()},
+      {status::fd_variable, std::to_string(events.write)}};
   auto start = [&](std::vector<std::string> args) {
     proc::child_options o;
     o.args = std::move(args);

@@ -12,8 +12,8 @@
 #include "examples/train/cli.hpp"
 #include "examples/train/local_cluster.hpp"
 #include "examples/train/report.hpp"
-#include "model/schedule.hpp"
 #include "log/log.hpp"
+#include "model/schedule.hpp"
 
 using namespace bamboo;
 

@@ -44,7 +44,8 @@ inline std::vector<pid_t> tagged_processes() {
     if (name.find_first_not_of("0123456789") != std::string::npos)
       continue;
     std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string env((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
     std::size_t start = 0;
     for (std::size_t i = 0; i <= env.size(); ++i)
       if (i == env.size() || env[i] == '\0') {
@@ -97,7 +98,8 @@ public:
   }
   // Waits until the log matches `re`; returns the match (its first group if
   // any) or "" on timeout.
-  std::string wait_for(const std::string& re, std::chrono::milliseconds timeout = 10s) const {
+  std::string wait_for(const std::string& re,
+                       std::chrono::milliseconds timeout = 10s) const {
     const std::regex pattern(re);
     const auto deadline = clock_type::now() + timeout;
     while (clock_type::now() < deadline) {
@@ -115,7 +117,8 @@ public:
   }
 
 private:
-  static proc::child_options options(const std::string& log, std::vector<std::string> args,
+  static proc::child_options options(const std::string& log,
+                                     std::vector<std::string> args,
                                      const std::string& token) {
     proc::child_options o;
     o.args = std::move(args);

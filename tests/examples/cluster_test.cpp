@@ -45,8 +45,9 @@ struct cluster {
 
 } // namespace
 
-TEST_CASE("a worker with the token joins; kill -9 is noticed in well under a second",
-          "[examples]") {
+TEST_CASE(
+    "a worker with the token joins, and its kill -9 is noticed in well under a second",
+    "[examples]") {
   no_leftovers guard;
   cluster c;
   auto w = c.worker("w0");

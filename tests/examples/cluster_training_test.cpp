@@ -322,8 +322,8 @@ TEST_CASE("random and truncated bytes at the manager's port during training chan
     CHECK(m.losses[k] == expected[k]);
 }
 
-TEST_CASE("--quiet changes only what is printed: --processes --quiet --preempt "
-          "node=2@step=3 survives one preemption",
+TEST_CASE("a quiet run across processes still has its preemption (bamboo-train "
+          "--processes --quiet --preempt node=2@step=3) and survives it",
           "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(61);

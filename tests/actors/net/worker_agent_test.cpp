@@ -153,7 +153,8 @@ TEST_CASE("a run's configuration crosses the wire unchanged, and bad ones are re
   CHECK_FALSE(from_settings(bad, problem));
 }
 
-TEST_CASE("progress reports and resume orders cross the wire unchanged", "[actors][net]") {
+TEST_CASE("progress reports and resume orders cross the wire unchanged",
+          "[actors][net]") {
   stage_progress p;
   p.stage = 2;
   p.step = 9;

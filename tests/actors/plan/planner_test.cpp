@@ -40,7 +40,8 @@ TEST_CASE("losses shadows cannot cover are fatal, with the reason", "[actors][pl
   CHECK(plan_failover(off, 1).fatal.find("redundancy off") != std::string::npos);
 }
 
-TEST_CASE("a resumed step re-sends exactly what each receiver is missing", "[actors][plan]") {
+TEST_CASE("a resumed step re-sends exactly what each receiver is missing",
+          "[actors][plan]") {
   std::vector<stage_done> d(3);
   d[0].forwards = {0, 1, 2};
   d[0].backwards = {0};

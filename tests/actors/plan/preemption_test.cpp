@@ -34,7 +34,8 @@ TEST_CASE("Poisson preemptions are seeded and near their rate", "[actors][plan]"
   CHECK(poisson_kills(5.0, 10000, 4, 8, 2).size() != a.size());
 }
 
-TEST_CASE("the injector fires each kill once, past-the-end at the update", "[actors][plan]") {
+TEST_CASE("the injector fires each kill once, past-the-end at the update",
+          "[actors][plan]") {
   preemption_injector inj({{1, 3, 2}, {2, 3, 99}});
   CHECK_FALSE(inj.should_kill(1, 3, 1, 8));
   CHECK(inj.should_kill(1, 3, 2, 8));
