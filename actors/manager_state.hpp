@@ -47,6 +47,7 @@ private:
   std::vector<stage_actor> distinct_owners() const;
   bool from(const stage_actor& a) const;
   bool from_owner(int stage) const;
+  bool from_shadow(std::int64_t k, int stage) const;
   void link_shadow(int stage);
 
   // manager_steps.cpp

@@ -74,17 +74,21 @@ void manager_state::on_committed(std::int64_t k, int stage) {
   maybe_finish_step();
 }
 
+// A shadow's word about the current step, from the shadow itself.
+bool manager_state::from_shadow(std::int64_t k, int stage) const {
+  return stage >= 0 && stage < static_cast<int>(shadow_actor_.size()) &&
+         from(shadow_actor_[stage]) && k == ledger_.step();
+}
+
 void manager_state::on_synced(std::int64_t k, int stage) {
-  if (stage < 0 || stage >= static_cast<int>(shadow_actor_.size()) ||
-      !from(shadow_actor_[stage]) || k != ledger_.step())
+  if (!from_shadow(k, stage))
     return;
   ledger_.synced(stage);
   maybe_finish_step();
 }
 
 void manager_state::on_sync_lost(std::int64_t k, int stage) {
-  if (stage < 0 || stage >= static_cast<int>(shadow_actor_.size()) ||
-      !from(shadow_actor_[stage]) || k != ledger_.step())
+  if (!from_shadow(k, stage))
     return;
   resync_.insert(stage);
   maybe_resync(stage);

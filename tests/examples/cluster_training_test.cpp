@@ -73,6 +73,13 @@ metrics_rows read_metrics(const std::string& path) {
   return m;
 }
 
+// Every step's loss equals the embedded run's, bit for bit.
+void check_losses(const metrics_rows& m, const std::vector<double>& expected) {
+  REQUIRE(m.losses.size() == expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k)
+    CHECK(m.losses[k] == expected[k]);
+}
+
 // A local cluster of processes training `cfg`, in a scratch directory of its own.
 struct process_run {
   scratch_dir dir;
@@ -150,9 +157,7 @@ TEST_CASE("a worker killed with kill -9 at a random point of a random step is fa
       const auto log = run.proc.log();
       CHECK(log.find("1 preemptions survived") != std::string::npos);
       auto m = read_metrics(run.metrics);
-      REQUIRE(m.losses.size() == expected.size());
-      for (std::size_t k = 0; k < expected.size(); ++k)
-        CHECK(m.losses[k] == expected[k]); // bit for bit
+      check_losses(m, expected);
       CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 1);
     }
   }
@@ -186,9 +191,7 @@ TEST_CASE("a stopped worker is declared lost within period x misses + one period
   const auto log = run.proc.log();
   INFO(log);
   auto m = read_metrics(run.metrics);
-  REQUIRE(m.losses.size() == expected.size());
-  for (std::size_t k = 0; k < expected.size(); ++k)
-    CHECK(m.losses[k] == expected[k]);
+  check_losses(m, expected);
 }
 
 TEST_CASE("SIGTERM hands the stage to its shadow at a step boundary with zero "
@@ -220,9 +223,7 @@ TEST_CASE("SIGTERM hands the stage to its shadow at a step boundary with zero "
       run.proc.wait_for(R"(work per stage \(forwards/backwards\): 4/4 4/4 4/4 4/4)")
           .empty());
   auto m = read_metrics(run.metrics);
-  REQUIRE(m.losses.size() == expected.size());
-  for (std::size_t k = 0; k < expected.size(); ++k)
-    CHECK(m.losses[k] == expected[k]);
+  check_losses(m, expected);
   CHECK(std::count(m.events.begin(), m.events.end(), "preempted+failover") == 1);
 }
 
@@ -317,9 +318,7 @@ TEST_CASE("random and truncated bytes at the manager's port during training chan
   run.finish();
   CHECK(run.proc.log().find("0 preemptions survived") != std::string::npos);
   auto m = read_metrics(run.metrics);
-  REQUIRE(m.losses.size() == expected.size());
-  for (std::size_t k = 0; k < expected.size(); ++k)
-    CHECK(m.losses[k] == expected[k]);
+  check_losses(m, expected);
 }
 
 TEST_CASE("a quiet run across processes still has its preemption (bamboo-train "
@@ -337,8 +336,6 @@ TEST_CASE("a quiet run across processes still has its preemption (bamboo-train "
   CHECK(log.find("step 1/") == std::string::npos); // quiet: no progress lines
   CHECK(log.find("1 preemptions survived") != std::string::npos);
   auto m = read_metrics(run.metrics);
-  REQUIRE(m.losses.size() == expected.size());
-  for (std::size_t k = 0; k < expected.size(); ++k)
-    CHECK(m.losses[k] == expected[k]);
+  check_losses(m, expected);
   CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 1);
 }
