@@ -142,32 +142,52 @@ void manager_state::finish() {
         std::chrono::duration<double>(tracker_.max_gap(n)).count());
     spec_.result->heartbeats.push_back(tracker_.beats(n));
   }
-  if (!spec_.collect_parameters) {
+  if (!spec_.collect_parameters && !spec_.collect_digests) {
     deliver_done();
     return;
   }
+  // The owners' and the live shadows' state (or its digests), sorted by name.
   std::vector<std::pair<stage_actor, bool>> sources; // actor, is_shadow
   for (const auto& a : distinct_owners())
     sources.push_back({a, false});
   for (const auto& a : shadow_actor_)
     if (a)
       sources.push_back({a, true});
-  auto remaining = std::make_shared<std::size_t>(sources.size());
-  for (auto& [actor, is_shadow] : sources)
-    self_->request(actor, std::chrono::seconds(60), params_atom::value)
-        .then(
-            [this, remaining, is_shadow = is_shadow](std::vector<param_blob>& blobs) {
-              auto& all =
-                  is_shadow ? spec_.result->shadow_state : spec_.result->parameters;
-              std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
-              if (--*remaining == 0) {
-                for (auto* v : {&spec_.result->parameters, &spec_.result->shadow_state})
-                  std::sort(v->begin(), v->end(),
-                            [](const auto& a, const auto& b) { return a.name < b.name; });
-                deliver_done();
-              }
-            },
-            [this](caf::error& err) { fail(err); });
+  auto remaining = std::make_shared<std::size_t>(
+      sources.size() * (spec_.collect_parameters + spec_.collect_digests));
+  auto one_done = [this, remaining] {
+    if (--*remaining > 0)
+      return;
+    auto& r = *spec_.result;
+    auto by_name = [](const auto& a, const auto& b) { return a.name < b.name; };
+    std::sort(r.parameters.begin(), r.parameters.end(), by_name);
+    std::sort(r.shadow_state.begin(), r.shadow_state.end(), by_name);
+    std::sort(r.digests.begin(), r.digests.end(), by_name);
+    std::sort(r.shadow_digests.begin(), r.shadow_digests.end(), by_name);
+    deliver_done();
+  };
+  auto fail_with = [this](caf::error& err) { fail(err); };
+  for (auto& [actor, is_shadow] : sources) {
+    auto& r = *spec_.result;
+    if (spec_.collect_parameters)
+      self_->request(actor, std::chrono::seconds(60), params_atom::value)
+          .then(
+              [&all = is_shadow ? r.shadow_state : r.parameters,
+               one_done](std::vector<param_blob>& blobs) {
+                std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
+                one_done();
+              },
+              fail_with);
+    if (spec_.collect_digests)
+      self_->request(actor, std::chrono::seconds(60), digest_atom::value)
+          .then(
+              [&all = is_shadow ? r.shadow_digests : r.digests,
+               one_done](std::vector<schema::tensor_digest>& d) {
+                std::move(d.begin(), d.end(), std::back_inserter(all));
+                one_done();
+              },
+              fail_with);
+  }
 }
 
 void manager_state::deliver_done() {

@@ -26,7 +26,8 @@ struct manager_spec {
   std::shared_ptr<node_backend> nodes;
   std::shared_ptr<preemption_injector> injector; // may be null; gives kill times
   heartbeat_policy heartbeats;
-  bool collect_parameters = false;
+  bool collect_parameters = false; // owners' and shadows' state into the result
+  bool collect_digests = false;    // their digests (works across processes too)
   std::function<void(const step_record&)> on_step; // called on the manager's thread
   std::shared_ptr<run_result> result;
 };

@@ -95,6 +95,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   spec.nodes = std::make_shared<local_nodes>(std::move(res));
   spec.heartbeats = opts.heartbeats;
   spec.collect_parameters = opts.collect_parameters;
+  spec.collect_digests = opts.collect_digests;
   spec.on_step = opts.on_step;
   spec.result = std::make_shared<run_result>();
   auto manager = spawn_manager(sys, spec);

@@ -18,6 +18,7 @@ namespace bamboo {
 
 struct run_options {
   bool collect_parameters = false; // owners' and shadows' state into the result
+  bool collect_digests = false;    // their digests (as across processes)
   std::function<void(const step_record&)> on_step;
   std::vector<preempt_spec> preemptions; // injected kills
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps

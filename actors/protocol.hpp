@@ -42,6 +42,7 @@ using step_failed_atom =
     caf::atom_constant<caf::atom("stepfail")>;                   // (gen, k, stage, why)
 using progress_atom = caf::atom_constant<caf::atom("progress")>; // (gen) -> progress
 using params_atom = caf::atom_constant<caf::atom("params")>;     // -> state blobs
+using digest_atom = caf::atom_constant<caf::atom("digest")>; // -> their digests
 // A shadow did not get its owner's gradients of a step (the generation ended).
 using sync_lost_atom = caf::atom_constant<caf::atom("synclost")>;
 using resync_atom = caf::atom_constant<caf::atom("resync")>; // owner: send them again
@@ -98,7 +99,8 @@ struct replica_handle {
 //  active: run_step -> step_report; progress -> stage_progress; resume_order;
 //          schema::commit -> committed and the gradients to the shadow set by
 //          (shadow_atom, present, actor) (actor invalid when they go through the
-//          transport); resync sends them again; params; clone (between steps).
+//          transport); resync sends them again; params and their digests;
+//          clone (between steps).
 //  shadow: shadow_update (or schema::commit, then the gradients through the
 //          transport) -> synced; resume_order promotes it to active.
 using stage_actor = caf::typed_actor<
@@ -108,6 +110,7 @@ using stage_actor = caf::typed_actor<
     caf::reacts_to<shadow_update>, caf::reacts_to<shadow_atom, bool, caf::actor>,
     caf::reacts_to<resync_atom, std::uint64_t, std::int64_t>,
     caf::replies_to<params_atom>::with<std::vector<param_blob>>,
+    caf::replies_to<digest_atom>::with<std::vector<schema::tensor_digest>>,
     caf::replies_to<clone_atom>::with<replica_handle>, caf::reacts_to<replica_handle>>;
 
 // A message from a typed actor (a stage, a proxy) to an untyped one (its
@@ -154,6 +157,11 @@ typename Inspector::result_type inspect(Inspector& f, step_report& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, commit& x) {
   return f(caf::meta::type_name("commit"), x.generation, x.step, x.clip_coef);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor_digest& x) {
+  return f(caf::meta::type_name("tensor_digest"), x.name, x.count, x.digest);
 }
 
 template <class Inspector>

@@ -69,6 +69,7 @@ struct stage_state {
           }
         },
         [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
+        [this](digest_atom) { return digests_of(state_blobs(*spec_.executor, stage_)); },
         // Between steps: the exact state of this stage, for a new shadow.
         [this](clone_atom) { return replica_handle{spec_.executor->clone()}; },
         // A new replica of the successor on this node: FRC may use it.
@@ -115,6 +116,7 @@ struct stage_state {
         [](resync_atom, std::uint64_t, std::int64_t) {
         }, // a shadow has nothing to re-send
         [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
+        [this](digest_atom) { return digests_of(state_blobs(*spec_.executor, stage_)); },
         [](clone_atom) -> caf::result<replica_handle> {
           return caf::make_error(caf::sec::unexpected_message); // only owners are cloned
         },

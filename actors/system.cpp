@@ -16,6 +16,9 @@ void configure(caf::actor_system_config& cfg) {
   cfg.add_message_type<resume_order>("bamboo::resume_order");
   cfg.add_message_type<param_blob>("bamboo::param_blob");
   cfg.add_message_type<std::vector<param_blob>>("std::vector<bamboo::param_blob>");
+  cfg.add_message_type<schema::tensor_digest>("bamboo::tensor_digest");
+  cfg.add_message_type<std::vector<schema::tensor_digest>>(
+      "std::vector<bamboo::tensor_digest>");
 }
 
 } // namespace bamboo

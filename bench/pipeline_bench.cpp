@@ -1,12 +1,18 @@
 // Pipeline overhead and speed-up, measured in one run (this machine is noisy, so
-// the runs are interleaved and each figure is a median):
-//   1. S=1 embedded step time over a plain LibTorch training loop of the same model;
-//   2. S=2 throughput (one thread per stage) over the plain loop's, next to the
-//      ideal 1F1B speed-up M/(M+S-1)*S.
+// 5 rounds are interleaved, warm-up steps are left out, and each figure is a
+// median, printed with its min and max):
+//   1. S=1 embedded step time over a plain LibTorch training loop of the same
+//      model with the same optimizer (bamboo's fused AdamW, the same schedule
+//      and global-norm clipping): what the actors and the pipeline machinery cost;
+//   2. the same over a plain loop with torch::optim::AdamW and
+//      torch::nn::utils::clip_grad_norm_, what users would write;
+//   3. S=2 throughput (one thread per stage) over the like-for-like plain loop's,
+//      next to the ideal 1F1B speed-up M/(M+S-1)*S.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -17,6 +23,7 @@
 #include "bench/bench_util.hpp"
 #include "log/log.hpp"
 #include "model/model.hpp"
+#include "model/optimizer.hpp"
 
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
@@ -44,25 +51,32 @@ train_config bench_config(int stages) {
   return c;
 }
 
+enum class plain_optimizer { bamboo_adamw, torch_adamw };
+
 // A plain LibTorch loop: one module list, autograd over the whole model,
-// torch::optim::AdamW, gradient accumulation over the same micro-batches.
-double plain_step_seconds(const train_config& c) {
+// gradient accumulation over the same micro-batches, global-norm clipping, and
+// either bamboo's AdamW (with its schedule: like for like) or torch's.
+double plain_step_seconds(const train_config& c, plain_optimizer which) {
   at::set_num_threads(1);
   std::string err;
   auto corpus = token_corpus::load(c.data, c.model, c.seed, err);
   sample_order order(c.seed, sample_count(*corpus, c.model));
   auto layers = build_layers(c.model, c.seed, 0, c.model.pipeline_layers());
+  std::vector<named_tensor> named;
   std::vector<at::Tensor> params;
   for (auto& l : layers)
-    for (auto& p : l->params())
+    for (auto& p : l->params()) {
+      named.push_back(p);
       params.push_back(p.tensor);
-  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(c.optim.lr)
-                                      .betas({c.optim.beta1, c.optim.beta2})
-                                      .weight_decay(c.optim.weight_decay));
+    }
+  adamw ours(named, c.optim, c.steps);
+  torch::optim::AdamW theirs(params, torch::optim::AdamWOptions(c.optim.lr)
+                                         .betas({c.optim.beta1, c.optim.beta2})
+                                         .eps(c.optim.eps)
+                                         .weight_decay(c.optim.weight_decay));
   std::vector<double> times;
   for (int k = 0; k < c.steps; ++k) {
     auto start = std::chrono::steady_clock::now();
-    opt.zero_grad();
     for (int j = 0; j < c.micro_batches(); ++j) {
       auto mb = make_micro_batch(c, *corpus, order, k, j);
       at::Tensor x = mb.input;
@@ -71,7 +85,17 @@ double plain_step_seconds(const train_config& c) {
         x = l->forward(x, ctx);
       (compute_loss(x, mb.target) / double(c.micro_batches())).backward();
     }
-    opt.step();
+    if (which == plain_optimizer::bamboo_adamw) {
+      const double norm = std::sqrt(ours.grad_squares());
+      const double coef =
+          c.optim.clip_norm > 0 ? std::min(1.0, c.optim.clip_norm / (norm + 1e-6)) : 1.0;
+      ours.step(k, coef); // clears the gradients
+    } else {
+      if (c.optim.clip_norm > 0)
+        torch::nn::utils::clip_grad_norm_(params, c.optim.clip_norm);
+      theirs.step();
+      theirs.zero_grad();
+    }
     if (k >= warmup_steps)
       times.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -105,23 +129,30 @@ int main(int argc, char** argv) {
   if (openblas_set_num_threads)
     openblas_set_num_threads(1);
   const auto c1 = bench_config(1), c2 = bench_config(2);
-  std::vector<double> plain, s1, s2;
-  for (int round = 0; round < 3; ++round) {
-    plain.push_back(plain_step_seconds(c1));
+  std::vector<double> plain, torch_plain, s1, s2;
+  for (int round = 0; round < 5; ++round) {
+    plain.push_back(plain_step_seconds(c1, plain_optimizer::bamboo_adamw));
+    torch_plain.push_back(plain_step_seconds(c1, plain_optimizer::torch_adamw));
     s1.push_back(embedded_step_seconds(c1));
     s2.push_back(embedded_step_seconds(c2));
   }
-  const double p = median(plain), e1 = median(s1), e2 = median(s2);
+  const double p = median(plain), tp = median(torch_plain), e1 = median(s1),
+               e2 = median(s2);
   const int m = c2.micro_batches(), s = c2.stages;
   const double ideal = double(m) / (m + s - 1) * s;
   std::printf(
       "model: gpt, %d blocks, d_model %d, seq %d; G=%d m=%d (M=%d); 1 thread per stage\n",
       c1.model.layers, c1.model.d_model, c1.model.seq_len, c1.global_batch,
       c1.micro_batch, m);
-  std::printf("plain LibTorch loop step:   %.4f s\n", p);
-  std::printf("embedded S=1 step:          %.4f s\n", e1);
-  std::printf("embedded S=2 step:          %.4f s\n", e2);
-  std::printf("ratio S=1 / plain step time:       %.3f  (goal <= 1.03)\n", e1 / p);
+  std::printf("step times, warm-up excluded, medians of each run's steps:\n");
+  std::printf("  plain loop, bamboo AdamW + clip:  %s\n", bench::spread(plain).c_str());
+  std::printf("  plain loop, torch AdamW + clip:   %s\n",
+              bench::spread(torch_plain).c_str());
+  std::printf("  embedded S=1:                     %s\n", bench::spread(s1).c_str());
+  std::printf("  embedded S=2:                     %s\n", bench::spread(s2).c_str());
+  std::printf("ratio S=1 / plain step time (same optimizer):  %.3f  (goal <= 1.03)\n",
+              e1 / p);
+  std::printf("ratio S=1 / plain step time (torch's AdamW):   %.3f\n", e1 / tp);
   std::printf(
       "ratio S=2 / plain throughput:      %.3f  (ideal 1F1B M/(M+S-1)*S = %.3f)\n",
       p / e2, ideal);

@@ -92,8 +92,9 @@ std::vector<double> step_seconds(const std::string& csv) {
         cells.push_back(line.substr(start, i - start));
         start = i + 1;
       }
-    if (cells.size() >= 8 && cells[7].empty())
-      out.push_back(std::stod(cells[6])); // fault-free steps only
+    // Fault-free steps only, warm-up (steps 0 and 1) left out.
+    if (cells.size() >= 8 && cells[7].empty() && std::stol(cells[0]) >= 2)
+      out.push_back(std::stod(cells[6]));
   }
   return out;
 }
@@ -152,9 +153,10 @@ bool process_failover(const char* train_bin, int rounds) {
   }
   const double l = median(latency), s = median(step_time);
   std::printf("multi-process failover (GPT, S=4, kill -9 of a worker at a random point "
-              "of a step, %d runs): kill to the step's completion %.3f s (median), "
-              "fault-free step %.3f s: %.2f step times\n",
-              rounds, l, s, l / s);
+              "of a step, %d runs):\n  kill to the step's completion %s\n  fault-free "
+              "step (warm-up left out) %s\n  ratio %.2f step times\n",
+              rounds, bench::spread(latency).c_str(), bench::spread(step_time).c_str(),
+              l / s);
   return true;
 }
 

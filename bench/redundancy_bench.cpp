@@ -1,7 +1,8 @@
-// What redundancy costs and what failover takes, measured in one run:
-//   1. fault-free throughput of lazy and eager over off (medians of interleaved runs);
+// What redundancy costs and what failover takes, measured in one run (5
+// interleaved rounds, warm-up steps left out, medians with min and max):
+//   1. fault-free throughput of lazy and eager over off;
 //   2. failover latency, from the kill to the completion of the step it hit,
-//      next to the fault-free step time.
+//      next to the fault-free step time of the same runs.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -54,8 +55,9 @@ double median_step(const run_result& r) {
 
 int main() {
   log::set_level("warn");
+  constexpr int rounds = 5;
   std::vector<double> off, lazy, eager;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     off.push_back(median_step(run(bench_config(redundancy_mode::off))));
     lazy.push_back(median_step(run(bench_config(redundancy_mode::lazy))));
     eager.push_back(median_step(run(bench_config(redundancy_mode::eager))));
@@ -66,28 +68,35 @@ int main() {
               "stage\n",
               c.model.layers, c.model.d_model, c.model.seq_len, c.stages, c.global_batch,
               c.micro_batch);
-  std::printf("fault-free step: off %.4f s, lazy %.4f s, eager %.4f s\n", t_off, t_lazy,
-              t_eager);
+  std::printf("fault-free step, off:   %s\n", bench::spread(off).c_str());
+  std::printf("fault-free step, lazy:  %s\n", bench::spread(lazy).c_str());
+  std::printf("fault-free step, eager: %s\n", bench::spread(eager).c_str());
   std::printf("throughput lazy / off:   %.3f  (goal >= 0.97)\n", t_off / t_lazy);
   std::printf("throughput eager / off:  %.3f  (goal >= 0.90)\n", t_off / t_eager);
 
   for (auto mode : {redundancy_mode::lazy, redundancy_mode::eager}) {
     auto cfg = bench_config(mode);
-    // Node 1 (the last stage) dies before its 4th instruction of step 4.
-    run_options o;
-    o.preemptions = {{1, 4, 4}};
-    auto r = run(cfg, o);
-    if (r.failovers.size() != 1) {
-      std::fprintf(stderr, "bench: expected one failover\n");
-      return 1;
+    std::vector<double> detect, latency, step;
+    for (int round = 0; round < rounds; ++round) {
+      // Node 1 (the last stage) dies before its 4th instruction of step 4.
+      run_options o;
+      o.preemptions = {{1, 4, 4}};
+      auto r = run(cfg, o);
+      if (r.failovers.size() != 1) {
+        std::fprintf(stderr, "bench: expected one failover\n");
+        return 1;
+      }
+      detect.push_back(r.failovers[0].detect_s);
+      latency.push_back(r.failovers[0].latency_s);
+      step.push_back(median_step(r));
     }
-    const auto& f = r.failovers[0];
-    const double step = median_step(r);
-    std::printf("failover (%s): kill -> detected %.4f s, kill -> step complete %.4f s; "
-                "fault-free step %.4f s; ratio %.2f step times; %d forwards + %d "
-                "backwards recomputed, %d from FRC\n",
-                to_string(mode), f.detect_s, f.latency_s, step, f.latency_s / step,
-                f.recomputed_forwards, f.recomputed_backwards, f.inherited);
+    const double l = median(latency), st = median(step);
+    std::printf("failover (%s): kill -> detected %s\n", to_string(mode),
+                bench::spread(detect).c_str());
+    std::printf("failover (%s): kill -> step complete %s\n", to_string(mode),
+                bench::spread(latency).c_str());
+    std::printf("failover (%s): fault-free step %s; ratio %.2f step times\n",
+                to_string(mode), bench::spread(step).c_str(), l / st);
   }
   return 0;
 }

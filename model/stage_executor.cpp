@@ -60,8 +60,10 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
     } else {
       at::Tensor received = recv_buffer(t);
       auto st = t.recv(stage_ - 1, make_tag(k, j, tensor_kind::activation), received);
-      if (!st)
+      if (!st) { // say what was being received: a test tells mid-transfer losses by it
+        st.detail = "receiving activation " + std::to_string(j) + ": " + st.detail;
         return st;
+      }
       // A fresh leaf: its .grad is what we send back to stage s-1.
       x = received.detach().requires_grad_(true);
       f.input = x;
@@ -99,8 +101,10 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
   } else {
     at::Tensor grad = recv_buffer(t);
     auto st = t.recv(stage_ + 1, make_tag(k, j, tensor_kind::gradient), grad);
-    if (!st)
+    if (!st) {
+      st.detail = "receiving gradient " + std::to_string(j) + ": " + st.detail;
       return st;
+    }
     f.output.backward(grad);
   }
   at::Tensor input_grad = is_first() ? at::Tensor() : f.input.grad();

@@ -140,6 +140,17 @@ struct writer {
     r.setComplete(x.complete);
     put_report(r.initReport(), x.report);
   }
+  void operator()(const state_request& x) { b.initStateRequest().setRequest(x.request); }
+  void operator()(const state_report& x) {
+    auto r = b.initStateReport();
+    r.setRequest(x.request);
+    auto list = r.initTensors(static_cast<unsigned>(x.tensors.size()));
+    for (unsigned i = 0; i < list.size(); ++i) {
+      list[i].setName(x.tensors[i].name);
+      list[i].setCount(x.tensors[i].count);
+      list[i].setDigest(x.tensors[i].digest);
+    }
+  }
   void operator()(const resume& x) {
     auto r = b.initResume();
     r.setGeneration(x.generation);
@@ -321,6 +332,15 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
                            r.getStep(),           get(r.getForwards()),
                            get(r.getBackwards()), get(r.getFrc()),
                            r.getComplete(),       get_report(r.getReport())};
+  }
+  case wire::Frame::Body::STATE_REQUEST:
+    return state_request{b.getStateRequest().getRequest()};
+  case wire::Frame::Body::STATE_REPORT: {
+    auto r = b.getStateReport();
+    state_report out{r.getRequest(), {}};
+    for (auto t : r.getTensors())
+      out.tensors.push_back({t.getName().cStr(), t.getCount(), t.getDigest()});
+    return out;
   }
   case wire::Frame::Body::RESUME: {
     auto r = b.getResume();

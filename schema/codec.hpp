@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 2;
+inline constexpr std::uint16_t minor_version = 3;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -181,12 +181,28 @@ struct leave {
   std::string reason;
 };
 
+// 1.3: digests of a stage's state, by tensor name.
+struct tensor_digest {
+  std::string name;
+  std::uint64_t count = 0;
+  std::uint64_t digest = 0;
+};
+
+struct state_request {
+  std::uint64_t request = 0;
+};
+
+struct state_report {
+  std::uint64_t request = 0;
+  std::vector<tensor_digest> tensors;
+};
+
 using frame =
     std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
                  challenge_request, join_challenge, join_accept, join_refused,
                  frame_rejected, assign, attach, run_step, progress_request,
                  progress_report, resume, shadow_link, committed, synced, step_failed,
-                 generation_end, leave, sync_lost, resync>;
+                 generation_end, leave, sync_lost, resync, state_request, state_report>;
 
 // The actor a frame is for, among those one process stands for (1.2).
 enum class target : std::uint32_t { none = 0, stage = 1, shadow = 2 };

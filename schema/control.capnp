@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 2;
+const minorVersion :UInt16 = 3;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -195,6 +195,23 @@ struct Leave {
   reason @0 :Text;
 }
 
+# 1.3: a digest of each named tensor of a stage's state (parameters, both AdamW
+# moments, the step counter), to compare runs bit for bit across processes.
+struct TensorDigest {
+  name @0 :Text;
+  count @1 :UInt64;    # elements
+  digest @2 :UInt64;   # FNV-1a 64 of the float32 bytes
+}
+
+struct StateRequest {
+  request @0 :UInt64;
+}
+
+struct StateReport {
+  request @0 :UInt64;
+  tensors @1 :List(TensorDigest);
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -224,6 +241,8 @@ struct Frame {
     leave @24 :Leave;
     syncLost @25 :StageDone;   # a shadow did not get the owner's gradients
     resync @26 :StageDone;     # the owner sends them again
+    stateRequest @28 :StateRequest;   # 1.3
+    stateReport @29 :StateReport;     # 1.3
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
 }

@@ -154,6 +154,7 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
   const auto id = impl_->track(work);
   transport_status st;
   try {
+    const blocked_scope blocked{blocked_};
     work->wait(timeout);
   } catch (const std::exception& e) {
     const std::string what = e.what();

@@ -89,6 +89,7 @@ transport_status local_transport::recv(int src, std::uint64_t tag, at::Tensor& o
   auto& st = *hub_->impl_;
   const local_hub::impl::key k{rank_, src, tag};
   std::unique_lock<std::mutex> lock{st.mtx};
+  const blocked_scope blocked{blocked_}; // counted under the lock abort() takes
   const bool ready =
       st.cv.wait_for(lock, timeout, [&] { return st.aborted || st.boxes.count(k) > 0; });
   if (st.aborted)

@@ -219,7 +219,11 @@ transport_status nccl_transport::recv(int src, std::uint64_t, at::Tensor& out,
                                cudaMemcpyDeviceToHost, impl_->stream);
       e != cudaSuccess)
     return {transport_errc::invalid, cuda_error("cudaMemcpyAsync", e)};
-  auto st = impl_->drain(timeout);
+  transport_status st;
+  {
+    const blocked_scope blocked{blocked_};
+    st = impl_->drain(timeout);
+  }
   if (!st) {
     // A stuck receive would block every later operation on this stream.
     abort(st.detail);

@@ -3,6 +3,7 @@
 // and dropped, never waited on. Backends: local (in-process hand-off), Gloo, NCCL.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -64,7 +65,24 @@ public:
   // Ends the group: every pending and future call fails with `aborted`.
   virtual void abort(const std::string& reason) = 0;
 
+  // Receives waiting in this endpoint right now (a test waits for a recv to be
+  // blocked, instead of sleeping, before it checks what releases it).
+  int blocked_receives() const { return blocked_.load(); }
+
 protected:
+  // Counts a recv as blocked for its lifetime; backends hold one while they wait.
+  class blocked_scope {
+  public:
+    explicit blocked_scope(std::atomic<int>& n) : n_(n) { ++n_; }
+    ~blocked_scope() { --n_; }
+    blocked_scope(const blocked_scope&) = delete;
+    blocked_scope& operator=(const blocked_scope&) = delete;
+
+  private:
+    std::atomic<int>& n_;
+  };
+  std::atomic<int> blocked_{0};
+
   // True when `peer` is another rank of this group; every backend checks so.
   bool valid_peer(int peer) const { return peer >= 0 && peer < size() && peer != rank(); }
 };

@@ -161,6 +161,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   spec.nodes = nodes;
   spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
   spec.on_step = opts.on_step;
+  spec.collect_digests = opts.collect_digests;
   spec.result = std::make_shared<run_result>();
   if (opts.on_started)
     opts.on_started();

@@ -26,6 +26,7 @@ struct cluster_options {
   std::size_t frame_limit = schema::default_frame_limit;
   heartbeat_policy heartbeats;
   std::chrono::milliseconds join_timeout{std::chrono::minutes(2)};
+  bool collect_digests = false; // the workers' final state digests into the result
   // Called on the caller's thread: workers may join now; all have joined and
   // the first step begins.
   std::function<void(std::uint16_t port)> on_listening;

@@ -67,6 +67,13 @@ struct proxy_state {
           return make_error(errc::stage_failed,
                             "parameters are not collected across processes");
         },
+        [this](digest_atom) {
+          auto rp = self_->make_response_promise<std::vector<schema::tensor_digest>>();
+          const auto id = ++requests_;
+          digests_.emplace(id, rp);
+          forward(schema::state_request{id});
+          return rp;
+        },
         [](clone_atom) -> caf::result<replica_handle> {
           return make_error(errc::stage_failed,
                             "replicas are not cloned across processes");
@@ -125,6 +132,13 @@ private:
     it->second.deliver(from_frame(p));
     pending_.erase(it);
   }
+  void handle(const schema::state_report& r) {
+    auto it = digests_.find(r.request);
+    if (it == digests_.end())
+      return;
+    it->second.deliver(r.tensors);
+    digests_.erase(it);
+  }
   void handle(const schema::frame_rejected& r) {
     logger_->warn("node {} rejected a frame: {}", spec_.node, r.reason);
   }
@@ -140,6 +154,8 @@ private:
   std::uint64_t requests_ = 0;
   bool told_ = false;
   std::map<std::uint64_t, caf::typed_response_promise<stage_progress>> pending_;
+  std::map<std::uint64_t, caf::typed_response_promise<std::vector<schema::tensor_digest>>>
+      digests_;
 };
 
 stage_proxy_actor::behavior_type

@@ -36,7 +36,7 @@ struct agent_state {
         [this](const wire_frame& w) { on_frame(w); },
         // From this process's failure detector: on to the gateway as this member.
         [this](schema::heartbeat hb) {
-          if (member_ < 0)
+          if (member_ < 0 || self_->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(detector_))
             return;
           hb.node = member();
           send_gateway(hb);
@@ -231,6 +231,21 @@ private:
                 logger_->warn("node {}: no progress to report: {}", member_,
                               describe(err));
               });
+  }
+  void handle(const schema::state_request& r) {
+    auto a = local();
+    if (!a)
+      return;
+    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+    self_->request(a, std::chrono::seconds(60), digest_atom::value)
+        .then(
+            [this, proxy, id = r.request](std::vector<schema::tensor_digest>& d) {
+              self_->send(proxy, to_wire(schema::state_report{id, std::move(d)}));
+            },
+            [this](caf::error& err) {
+              logger_->warn("node {}: no state digests to report: {}", member_,
+                            describe(err));
+            });
   }
   void handle(const schema::generation_end& g) {
     logger_->info("node {}: generation {} ended ({})", member_, g.generation, g.reason);

@@ -42,28 +42,6 @@ std::string failover_event(const std::vector<failover_record>& failovers) {
   return preempted ? "preempted+failover" : "failover";
 }
 
-const char* to_string(failover_cause c) {
-  switch (c) {
-  case failover_cause::preempted: return "preempted";
-  case failover_cause::preemption_notice: return "preemption notice";
-  case failover_cause::actor_down: return "actor down";
-  case failover_cause::connection_lost: return "connection lost";
-  case failover_cause::missed_heartbeats: return "missed heartbeats";
-  }
-  return "unknown";
-}
-
-bool is_preemption(failover_cause c) {
-  return c == failover_cause::preempted || c == failover_cause::preemption_notice;
-}
-
-std::string describe(const failover_record& f) {
-  std::string out = to_string(f.cause);
-  if (!f.detail.empty())
-    out += " (" + f.detail + ")";
-  return out;
-}
-
 std::string stage_work(const std::vector<schema::step_report>& reports) {
   std::string work;
   for (const auto& r : reports)

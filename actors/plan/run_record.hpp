@@ -32,6 +32,12 @@ struct param_blob {
   std::vector<float> values;
 };
 
+// A blob's digest (FNV-1a 64 of its float32 bytes) and element count: what a
+// worker process reports of its state, so runs compare bit for bit across
+// processes without moving the tensors.
+schema::tensor_digest digest_of(const param_blob& b);
+std::vector<schema::tensor_digest> digests_of(const std::vector<param_blob>& blobs);
+
 struct step_record {
   std::int64_t step = 0;
   double loss = 0;
@@ -71,6 +77,8 @@ struct run_result {
   std::vector<failover_record> failovers;
   std::vector<param_blob> parameters;      // owners' state, when asked for, by name
   std::vector<param_blob> shadow_state;    // live shadows' state, when asked for
+  // Digests of the same, by name, when asked for (in every mode, processes too).
+  std::vector<schema::tensor_digest> digests, shadow_digests;
   std::vector<double> heartbeat_max_gap_s; // per node
   std::vector<int> heartbeats;             // per node
 };

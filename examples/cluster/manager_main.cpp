@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   c.port = static_cast<std::uint16_t>(port);
   c.token = *token;
   c.heartbeats = o.run.heartbeats;
+  c.collect_digests = o.run.collect_digests;
   c.join_timeout = std::chrono::seconds(join_timeout_s);
   if (app.count("--stages") == 0)
     return admit_only(c);
@@ -119,5 +120,5 @@ int main(int argc, char** argv) {
   if (!result)
     return app::failure_status("bamboo-manager", result.error());
   report.summary(*result);
-  return 0;
+  return report.write_digests("bamboo-manager", *result) ? 0 : 1;
 }

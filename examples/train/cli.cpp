@@ -38,6 +38,8 @@ train_options::train_options(CLI::App& app, cli_options& o)
   app.add_option("--threads", c.threads, "intra-op threads per stage")
       ->capture_default_str();
   app.add_option("--metrics", o.metrics, "per-step metrics CSV file");
+  app.add_option("--state-digests", o.digests,
+                 "write a digest of every final tensor (owners and shadows) to this CSV");
   app.add_option("--layers", m.layers, "transformer blocks")->capture_default_str();
   app.add_option("--d-model", m.d_model, "model width")->capture_default_str();
   app.add_option("--heads", m.heads, "attention heads")->capture_default_str();
@@ -87,6 +89,7 @@ std::optional<std::string> train_options::finish() {
                  : s_->redundancy == "eager" ? redundancy_mode::eager
                                              : redundancy_mode::lazy;
   o_.run.heartbeats.period = std::chrono::milliseconds(s_->heartbeat_ms);
+  o_.run.collect_digests = !o_.digests.empty();
   o_.run.transport =
       s_->transport == "gloo" ? transport_kind::gloo : transport_kind::local;
   for (const auto& p : s_->preempt)

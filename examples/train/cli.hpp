@@ -18,6 +18,7 @@ namespace bamboo::app {
 struct cli_options {
   train_config cfg;
   std::string metrics; // CSV path, empty for none
+  std::string digests; // state digests CSV path, empty for none
   std::string log_level = "info";
   bool quiet = false;
   bool print_schedule = false;

@@ -69,5 +69,5 @@ int main(int argc, char** argv) {
   if (!result)
     return app::failure_status("bamboo-train", result.error());
   report.summary(*result);
-  return 0;
+  return report.write_digests("bamboo-train", *result) ? 0 : 1;
 }

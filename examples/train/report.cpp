@@ -68,6 +68,28 @@ void run_report::summary(const run_result& r) const {
   std::fflush(stdout);
 }
 
+bool run_report::write_digests(const char* program, const run_result& r) const {
+  if (o_.digests.empty())
+    return true;
+  std::ofstream out(o_.digests);
+  out << "role,name,count,digest\n";
+  auto rows = [&](const char* role, const std::vector<schema::tensor_digest>& ds) {
+    char hex[17];
+    for (const auto& d : ds) {
+      std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(d.digest));
+      out << role << ',' << d.name << ',' << d.count << ',' << hex << '\n';
+    }
+  };
+  rows("owner", r.digests);
+  rows("shadow", r.shadow_digests);
+  if (!out) {
+    std::cerr << program << ": error: cannot write state digests to '" << o_.digests
+              << "'\n";
+    return false;
+  }
+  return true;
+}
+
 int failure_status(const char* program, const caf::error& err) {
   const auto code = static_cast<errc>(err.code());
   const bool ours = err.category() == error_category;

@@ -20,6 +20,9 @@ public:
   bool open(const char* program);
   void on_step(const step_record& r);
   void summary(const run_result& r) const;
+  // The --state-digests file: "role,name,count,digest" rows (role owner or shadow,
+  // digest in hex); prints "<program>: error: ..." and returns false on failure.
+  bool write_digests(const char* program, const run_result& r) const;
 
 private:
   const cli_options& o_;

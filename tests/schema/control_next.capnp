@@ -1,5 +1,5 @@
 @0x91bfb32c5e71465f;
-# TEST ONLY: control.capnp as a future minor version (1.3) would write it, to
+# TEST ONLY: control.capnp as a future minor version (1.4) would write it, to
 # check that readers of either version understand each other.
 # bamboo control frames. Fields are only ever added, never renumbered or removed;
 # a reader of minor version n reads frames of any minor version of the same major.
@@ -7,17 +7,17 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 3;
+const minorVersion :UInt16 = 4;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
-  load @4 :Float32;      # added in 1.3
+  load @4 :Float32;      # added in 1.4
 }
 
-struct DrainNotice {     # added in 1.3
+struct DrainNotice {     # added in 1.4
   node @0 :UInt32;
 }
 
@@ -202,6 +202,21 @@ struct Leave {
   reason @0 :Text;
 }
 
+struct TensorDigest {
+  name @0 :Text;
+  count @1 :UInt64;
+  digest @2 :UInt64;
+}
+
+struct StateRequest {
+  request @0 :UInt64;
+}
+
+struct StateReport {
+  request @0 :UInt64;
+  tensors @1 :List(TensorDigest);
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -231,7 +246,9 @@ struct Frame {
     leave @24 :Leave;
     syncLost @25 :StageDone;   # a shadow did not get the owner's gradients
     resync @26 :StageDone;     # the owner sends them again
-    drain @28 :DrainNotice;  # added in 1.3
+    stateRequest @28 :StateRequest;
+    stateReport @29 :StateReport;
+    drain @30 :DrainNotice;  # added in 1.4
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
 }

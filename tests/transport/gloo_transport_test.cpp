@@ -74,7 +74,11 @@ TEST_CASE("a gloo recv fails at its deadline, and abort releases it at once",
     blocked = p.a->recv(1, 78, y, 30s);
     waited = std::chrono::steady_clock::now() - t0;
   });
-  std::this_thread::sleep_for(100ms);
+  // Abort only once the recv is blocked in Gloo's wait (no sleep standing in).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (p.a->blocked_receives() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  REQUIRE(p.a->blocked_receives() == 1);
   p.a->abort("generation 1 ended");
   waiter.join();
   CHECK(blocked.code == transport_errc::aborted);

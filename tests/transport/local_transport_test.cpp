@@ -49,7 +49,7 @@ TEST_CASE("a recv times out at its deadline", "[transport]") {
   CHECK(waited < 2s);
 }
 
-TEST_CASE("abort releases a blocked recv at once and fails later calls", "[transport]") {
+TEST_CASE("abort releases a recv seen blocked, at once, and fails later calls", "[transport]") {
   auto hub = std::make_shared<local_hub>(2, 3);
   auto a = hub->endpoint(0), b = hub->endpoint(1);
   transport_status st;
@@ -60,7 +60,12 @@ TEST_CASE("abort releases a blocked recv at once and fails later calls", "[trans
     st = b->recv(0, 1, x, 30s);
     waited = std::chrono::steady_clock::now() - start;
   });
-  std::this_thread::sleep_for(50ms);
+  // Abort only once the recv is blocked (no sleep: a recv that had not begun
+  // yet would pass without testing the release of a blocked one).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (b->blocked_receives() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  REQUIRE(b->blocked_receives() == 1);
   a->abort("generation 3 is over");
   waiter.join();
   CHECK(st.code == transport_errc::aborted);

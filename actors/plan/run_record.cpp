@@ -1,0 +1,46 @@
+#include "actors/plan/run_record.hpp"
+
+#include <cstring>
+
+namespace bamboo {
+
+const char* to_string(failover_cause c) {
+  switch (c) {
+  case failover_cause::preempted: return "preempted";
+  case failover_cause::preemption_notice: return "preemption notice";
+  case failover_cause::actor_down: return "actor down";
+  case failover_cause::connection_lost: return "connection lost";
+  case failover_cause::missed_heartbeats: return "missed heartbeats";
+  }
+  return "unknown";
+}
+
+bool is_preemption(failover_cause c) {
+  return c == failover_cause::preempted || c == failover_cause::preemption_notice;
+}
+
+std::string describe(const failover_record& f) {
+  std::string out = to_string(f.cause);
+  if (!f.detail.empty())
+    out += " (" + f.detail + ")";
+  return out;
+}
+
+schema::tensor_digest digest_of(const param_blob& b) {
+  std::uint64_t h = 14695981039346656037ull; // FNV-1a 64
+  const auto* bytes = reinterpret_cast<const unsigned char*>(b.values.data());
+  for (std::size_t i = 0; i < 4 * b.values.size(); ++i) {
+    h ^= bytes[i];
+    h *= 1099511628211ull;
+  }
+  return {b.name, b.values.size(), h};
+}
+
+std::vector<schema::tensor_digest> digests_of(const std::vector<param_blob>& blobs) {
+  std::vector<schema::tensor_digest> out;
+  for (const auto& b : blobs)
+    out.push_back(digest_of(b));
+  return out;
+}
+
+} // namespace bamboo

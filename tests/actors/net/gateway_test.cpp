@@ -1,0 +1,141 @@
+// The manager's front door against a worker that has joined properly (the
+// challenge-response with the cluster token) and then sends well-framed but
+// malformed Cap'n Proto frames: each reaches the gateway's decoder, the sender
+// is told once, and the member keeps its place as long as its heartbeats come.
+#include <catch2/catch.hpp>
+
+#include <caf/all.hpp>
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include "actors/net/auth.hpp"
+#include "actors/net/frame_channel.hpp"
+#include "actors/net/gateway.hpp"
+#include "actors/system.hpp"
+#include "control.capnp.h"
+#include "control_next.capnp.h"
+
+using namespace bamboo;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::uint8_t> bytes_of(capnp::MallocMessageBuilder& msg) {
+  auto words = capnp::messageToFlatArray(msg);
+  auto b = words.asBytes();
+  return {b.begin(), b.end()};
+}
+
+struct joined_member {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::unique_ptr<caf::scoped_actor> worker, listener;
+  caf::actor gateway;
+  heartbeat_policy policy{100ms, 3};
+
+  joined_member() {
+    configure(cfg);
+    register_frames(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    worker = std::make_unique<caf::scoped_actor>(*sys);
+    listener = std::make_unique<caf::scoped_actor>(*sys);
+    gateway_spec gs;
+    gs.token = "s3cret";
+    gs.heartbeats = policy;
+    gs.listener = caf::actor(*listener);
+    gateway = spawn_gateway(*sys, gs);
+  }
+  ~joined_member() { caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown); }
+
+  void send(const schema::frame& f) { (*worker)->send(gateway, to_wire(f)); }
+  void send_bytes(std::vector<std::uint8_t> b) {
+    (*worker)->send(gateway, wire_frame{std::move(b)});
+  }
+  // The next frame the gateway sends the worker, or nullopt after `timeout`.
+  std::optional<schema::frame> next(std::chrono::milliseconds timeout = 2s) {
+    std::optional<schema::frame> out;
+    (*worker)->receive(
+        [&](const wire_frame& w) {
+          auto d = schema::decode(w.bytes);
+          REQUIRE(d);
+          out = d.value;
+        },
+        caf::after(timeout) >> [] {});
+    return out;
+  }
+  // Joins as the cluster token's holder; returns the member number.
+  int join() {
+    send(schema::challenge_request{});
+    auto c = next();
+    REQUIRE(c);
+    const auto& nonce = std::get<schema::join_challenge>(*c).nonce;
+    send(schema::join_request{0, "zone-a", "0.1.0", prove_token("s3cret", nonce)});
+    auto a = next();
+    REQUIRE(a);
+    REQUIRE(std::holds_alternative<schema::join_accept>(*a));
+    int member = -1;
+    (*listener)->receive([&](joined_atom, int id, caf::actor) { member = id; },
+                         caf::after(2s) >> [] {});
+    REQUIRE(member == static_cast<int>(std::get<schema::join_accept>(*a).node));
+    return member;
+  }
+  // Whether the listener hears of the member's loss within `timeout`.
+  bool lost_within(std::chrono::milliseconds timeout) {
+    bool lost = false;
+    (*listener)->receive([&](lost_atom, int) { lost = true; }, caf::after(timeout) >> [] {});
+    return lost;
+  }
+};
+
+} // namespace
+
+TEST_CASE("malformed frames from a joined member reach the gateway's decoder, are "
+          "rejected once, and cost the member nothing while it heartbeats",
+          "[actors][net]") {
+  joined_member m;
+  const int member = m.join();
+  auto beat = [&] { m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0}); };
+  beat();
+
+  // Another major version.
+  capnp::MallocMessageBuilder major;
+  auto r1 = major.initRoot<wire::Frame>();
+  r1.setMajor(schema::major_version + 1);
+  r1.initBody().initHeartbeat().setNode(static_cast<std::uint32_t>(member));
+  m.send_bytes(bytes_of(major));
+  // A body kind of a newer minor version.
+  capnp::MallocMessageBuilder newer;
+  auto r2 = newer.initRoot<wire_next::Frame>();
+  r2.setMajor(1);
+  r2.setMinor(4);
+  r2.initBody().initDrain().setNode(2);
+  m.send_bytes(bytes_of(newer));
+  // A consistent segment table whose root pointer points far outside its segment.
+  std::vector<std::uint8_t> lying(16, 0);
+  lying[4] = 1;                     // one segment of one word
+  lying[8] = static_cast<std::uint8_t>(1000 << 2); // struct pointer, offset 1000
+  lying[9] = static_cast<std::uint8_t>((1000 << 2) >> 8);
+  lying[12] = 1; // one data word
+  m.send_bytes(lying);
+  // A valid frame cut short, and one over the size limit.
+  auto good = schema::encode(schema::step_report{1, 1, 1, 1, 1.0, 1.0, 1, 1, 0, 0});
+  m.send_bytes({good.begin(), good.end() - 8});
+  m.send_bytes(std::vector<std::uint8_t>(schema::default_frame_limit + 8, 0));
+
+  // Told once, with the first reason, so two peers never bounce rejections.
+  auto rejected = m.next();
+  REQUIRE(rejected);
+  REQUIRE(std::holds_alternative<schema::frame_rejected>(*rejected));
+  CHECK(std::get<schema::frame_rejected>(*rejected).reason.find("major") !=
+        std::string::npos);
+  CHECK_FALSE(m.next(300ms)); // nothing more for the other bad frames
+
+  // Still a member: heartbeats for 3 x the timeout keep it, silence loses it.
+  const auto keep_until = std::chrono::steady_clock::now() + 3 * m.policy.timeout();
+  while (std::chrono::steady_clock::now() < keep_until) {
+    beat();
+    CHECK_FALSE(m.lost_within(m.policy.period / 2));
+  }
+  // Declared lost within the timeout plus a tick, with room for a loaded machine.
+  CHECK(m.lost_within(m.policy.timeout() + m.policy.period + 2s));
+}
