@@ -42,7 +42,7 @@ using step_failed_atom =
     caf::atom_constant<caf::atom("stepfail")>;                   // (gen, k, stage, why)
 using progress_atom = caf::atom_constant<caf::atom("progress")>; // (gen) -> progress
 using params_atom = caf::atom_constant<caf::atom("params")>;     // -> state blobs
-using digest_atom = caf::atom_constant<caf::atom("digest")>; // -> their digests
+using digest_atom = caf::atom_constant<caf::atom("digest")>;     // -> their digests
 // A shadow did not get its owner's gradients of a step (the generation ended).
 using sync_lost_atom = caf::atom_constant<caf::atom("synclost")>;
 using resync_atom = caf::atom_constant<caf::atom("resync")>; // owner: send them again

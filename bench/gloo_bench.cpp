@@ -156,10 +156,12 @@ int main() {
               mib / c);
   std::printf("  plain TCP socket      %s (%.0f MiB/s)\n", bench::spread(raw).c_str(),
               mib / w);
-  std::printf("throughput ratio bamboo / bare c10d:  %.3f  (goal >= 0.9: the wrapper's cost)\n",
-              c / o);
-  std::printf("throughput ratio bamboo / plain TCP:  %.3f  (what Gloo gets of loopback)\n",
-              w / o);
+  std::printf(
+      "throughput ratio bamboo / bare c10d:  %.3f  (goal >= 0.9: the wrapper's cost)\n",
+      c / o);
+  std::printf(
+      "throughput ratio bamboo / plain TCP:  %.3f  (what Gloo gets of loopback)\n",
+      w / o);
   std::fflush(stdout);
   return bench::process_failover(BAMBOO_TRAIN_BIN, 5) ? 0 : 1;
 }

@@ -36,7 +36,8 @@ struct agent_state {
         [this](const wire_frame& w) { on_frame(w); },
         // From this process's failure detector: on to the gateway as this member.
         [this](schema::heartbeat hb) {
-          if (member_ < 0 || self_->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(detector_))
+          if (member_ < 0 || self_->current_sender() !=
+                                 caf::actor_cast<caf::strong_actor_ptr>(detector_))
             return;
           hb.node = member();
           send_gateway(hb);

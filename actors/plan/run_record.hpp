@@ -75,8 +75,8 @@ std::string describe(const failover_record& f);
 struct run_result {
   std::vector<step_record> steps;
   std::vector<failover_record> failovers;
-  std::vector<param_blob> parameters;      // owners' state, when asked for, by name
-  std::vector<param_blob> shadow_state;    // live shadows' state, when asked for
+  std::vector<param_blob> parameters;   // owners' state, when asked for, by name
+  std::vector<param_blob> shadow_state; // live shadows' state, when asked for
   // Digests of the same, by name, when asked for (in every mode, processes too).
   std::vector<schema::tensor_digest> digests, shadow_digests;
   std::vector<double> heartbeat_max_gap_s; // per node

@@ -104,7 +104,10 @@ int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
   std::vector<std::unique_ptr<proc::child>> workers;
   std::map<long, pid_t> pid_of_node;
   std::vector<bool> fired(kills.size(), false);
-  // Kills for step k fire as it begins: when step k-1 committed (or the run started).
+  // Kills for step k fire as it begins: when step k-1 committed (or the run
+  // started), or during it if the node's pid comes later (lines from different
+  // processes race in the pipe).
+  long begun = -1; // the step under way, -1 before the run starts
   auto fire = [&](long step) {
     for (std::size_t i = 0; i < kills.size(); ++i)
       if (!fired[i] && kills[i].step == step && pid_of_node.count(kills[i].node)) {
@@ -130,10 +133,12 @@ int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
     } else if (e->kind == "joined") {
       pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
     } else if (e->kind == "started") {
-      fire(0);
+      begun = 0;
     } else if (e->kind == "committed") {
-      fire(e->values[0] + 1);
+      begun = e->values[0] + 1;
     }
+    if (begun >= 0)
+      fire(begun);
   };
   auto relay = [](const std::string& line) {
     std::fputs(line.c_str(), stdout);

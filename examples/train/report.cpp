@@ -76,7 +76,8 @@ bool run_report::write_digests(const char* program, const run_result& r) const {
   auto rows = [&](const char* role, const std::vector<schema::tensor_digest>& ds) {
     char hex[17];
     for (const auto& d : ds) {
-      std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(d.digest));
+      std::snprintf(hex, sizeof(hex), "%016llx",
+                    static_cast<unsigned long long>(d.digest));
       out << role << ',' << d.name << ',' << d.count << ',' << hex << '\n';
     }
   };

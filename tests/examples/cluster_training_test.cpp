@@ -144,18 +144,18 @@ struct process_run {
   static std::vector<std::string> args(const train_config& c, const std::string& metrics,
                                        const std::string& digests,
                                        std::vector<std::string> extra) {
-    std::vector<std::string> a{BAMBOO_TRAIN_BIN, "--processes",
-                               "--stages",       std::to_string(c.stages),
-                               "--layers",       std::to_string(c.model.layers),
-                               "--d-model",      std::to_string(c.model.d_model),
-                               "--heads",        std::to_string(c.model.heads),
-                               "--seq-len",      std::to_string(c.model.seq_len),
-                               "--micro-batch",  std::to_string(c.micro_batch),
-                               "--global-batch", std::to_string(c.global_batch),
-                               "--steps",        std::to_string(c.steps),
-                               "--seed",         std::to_string(c.seed),
-                               "--threads",      "1",
-                               "--metrics",      metrics,
+    std::vector<std::string> a{BAMBOO_TRAIN_BIN,  "--processes",
+                               "--stages",        std::to_string(c.stages),
+                               "--layers",        std::to_string(c.model.layers),
+                               "--d-model",       std::to_string(c.model.d_model),
+                               "--heads",         std::to_string(c.model.heads),
+                               "--seq-len",       std::to_string(c.model.seq_len),
+                               "--micro-batch",   std::to_string(c.micro_batch),
+                               "--global-batch",  std::to_string(c.global_batch),
+                               "--steps",         std::to_string(c.steps),
+                               "--seed",          std::to_string(c.seed),
+                               "--threads",       "1",
+                               "--metrics",       metrics,
                                "--state-digests", digests};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -211,7 +211,7 @@ TEST_CASE("a worker killed with kill -9 at a random point of a random step is fa
       CHECK(log.find("1 preemptions survived") != std::string::npos);
       auto m = read_metrics(run.metrics);
       check_losses(m, expected);
-  check_state(run.digests, expected);
+      check_state(run.digests, expected);
       CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 1);
     }
   }

@@ -12,8 +12,12 @@
 
 namespace bamboo::schema {
 
-inline auto fields(const heartbeat& x) { return std::tie(x.node, x.generation, x.step, x.time_ms); }
-inline auto fields(const preemption_notice& x) { return std::tie(x.node, x.deadline_ms); }
+inline auto fields(const heartbeat& x) {
+  return std::tie(x.node, x.generation, x.step, x.time_ms);
+}
+inline auto fields(const preemption_notice& x) {
+  return std::tie(x.node, x.deadline_ms);
+}
 inline auto fields(const join_request& x) {
   return std::tie(x.node, x.zone, x.version, x.proof);
 }
@@ -34,19 +38,29 @@ inline auto fields(const step_report& x) {
 inline bool operator==(const step_report& a, const step_report& b) {
   return fields(a) == fields(b);
 }
-inline auto fields(const commit& x) { return std::tie(x.generation, x.step, x.clip_coef); }
-inline auto fields(const challenge_request& x) { return std::tie(x.node); }
-inline auto fields(const join_challenge& x) { return std::tie(x.nonce); }
+inline auto fields(const commit& x) {
+  return std::tie(x.generation, x.step, x.clip_coef);
+}
+inline auto fields(const challenge_request& x) {
+  return std::tie(x.node);
+}
+inline auto fields(const join_challenge& x) {
+  return std::tie(x.nonce);
+}
 inline auto fields(const join_accept& x) {
   return std::tie(x.node, x.generation, x.store_port, x.heartbeat_ms);
 }
-inline auto fields(const join_refused& x) { return std::tie(x.reason); }
-inline auto fields(const frame_rejected& x) { return std::tie(x.reason); }
+inline auto fields(const join_refused& x) {
+  return std::tie(x.reason);
+}
+inline auto fields(const frame_rejected& x) {
+  return std::tie(x.reason);
+}
 inline auto fields(const train_settings& x) {
   return std::tie(x.model, x.layers, x.d_model, x.heads, x.seq_len, x.vocab, x.mlp_ratio,
-                  x.dropout, x.lr, x.min_lr_ratio, x.warmup_steps, x.beta1, x.beta2, x.eps,
-                  x.weight_decay, x.clip_norm, x.stages, x.micro_batch, x.global_batch,
-                  x.steps, x.seed, x.data, x.threads, x.redundancy);
+                  x.dropout, x.lr, x.min_lr_ratio, x.warmup_steps, x.beta1, x.beta2,
+                  x.eps, x.weight_decay, x.clip_norm, x.stages, x.micro_batch,
+                  x.global_batch, x.steps, x.seed, x.data, x.threads, x.redundancy);
 }
 inline bool operator==(const train_settings& a, const train_settings& b) {
   return fields(a) == fields(b);
@@ -54,9 +68,15 @@ inline bool operator==(const train_settings& a, const train_settings& b) {
 inline auto fields(const assign& x) {
   return std::tie(x.node, x.stage, x.shadow_stage, x.generation, x.config);
 }
-inline auto fields(const attach& x) { return std::tie(x.role); }
-inline auto fields(const run_step& x) { return std::tie(x.generation, x.step); }
-inline auto fields(const progress_request& x) { return std::tie(x.generation, x.request); }
+inline auto fields(const attach& x) {
+  return std::tie(x.role);
+}
+inline auto fields(const run_step& x) {
+  return std::tie(x.generation, x.step);
+}
+inline auto fields(const progress_request& x) {
+  return std::tie(x.generation, x.request);
+}
 inline auto fields(const progress_report& x) {
   return std::tie(x.request, x.stage, x.step, x.forwards, x.backwards, x.frc, x.complete,
                   x.report);
@@ -65,19 +85,33 @@ inline auto fields(const resume& x) {
   return std::tie(x.generation, x.step, x.resend_activations, x.resend_gradients,
                   x.delivered_activations, x.delivered_gradients, x.frc_enabled);
 }
-inline auto fields(const shadow_link& x) { return std::tie(x.present); }
-inline auto fields(const stage_done& x) { return std::tie(x.generation, x.step, x.stage); }
+inline auto fields(const shadow_link& x) {
+  return std::tie(x.present);
+}
+inline auto fields(const stage_done& x) {
+  return std::tie(x.generation, x.step, x.stage);
+}
 inline auto fields(const step_failed& x) {
   return std::tie(x.generation, x.step, x.stage, x.reason);
 }
-inline auto fields(const generation_end& x) { return std::tie(x.generation, x.reason); }
-inline auto fields(const leave& x) { return std::tie(x.reason); }
-inline auto fields(const tensor_digest& x) { return std::tie(x.name, x.count, x.digest); }
+inline auto fields(const generation_end& x) {
+  return std::tie(x.generation, x.reason);
+}
+inline auto fields(const leave& x) {
+  return std::tie(x.reason);
+}
+inline auto fields(const tensor_digest& x) {
+  return std::tie(x.name, x.count, x.digest);
+}
 inline bool operator==(const tensor_digest& a, const tensor_digest& b) {
   return fields(a) == fields(b);
 }
-inline auto fields(const state_request& x) { return std::tie(x.request); }
-inline auto fields(const state_report& x) { return std::tie(x.request, x.tensors); }
+inline auto fields(const state_request& x) {
+  return std::tie(x.request);
+}
+inline auto fields(const state_report& x) {
+  return std::tie(x.request, x.tensors);
+}
 
 // Equal kinds and equal fields.
 inline bool same_frame(const frame& a, const frame& b) {
@@ -131,34 +165,35 @@ inline std::vector<frame> every_kind() {
     d.stage = s;
     return d;
   };
-  return {heartbeat{3, 2, 17, -123456},
-          preemption_notice{4, 30000},
-          join_request{5, "zone-a", "0.1.0", {1, 2, 3}},
-          p,
-          rep,
-          commit{12, 17, 0.75},
-          challenge_request{13},
-          join_challenge{{9, 8, 7, 6}},
-          join_accept{14, 15, 29500, 40},
-          join_refused{"wrong cluster token"},
-          frame_rejected{"malformed: short"},
-          assign{16, 1, 2, 17, sample_settings()},
-          attach{"shadow"},
-          run_step{18, 19},
-          progress_request{20, 21},
-          progress_report{22, 1, 23, {0, 1}, {0}, {1}, true, rep},
-          resume{24, 25, {1}, {2, 3}, {4}, {5, 6}, true},
-          shadow_link{true},
-          done(26, 27, 2, committed{}),
-          done(28, 29, 1, synced{}),
-          step_failed{30, 31, 2, "timeout: no tensor"},
-          generation_end{32, "node 3 lost"},
-          leave{"fenced"},
-          done(33, 34, 1, sync_lost{}),
-          done(35, 36, 2, resync{}),
-          state_request{37},
-          state_report{38, {{"layer1.weight", 1024, 0xdeadbeefcafef00dull},
-                            {"stage0#steps", 1, 42}}}};
+  return {
+      heartbeat{3, 2, 17, -123456},
+      preemption_notice{4, 30000},
+      join_request{5, "zone-a", "0.1.0", {1, 2, 3}},
+      p,
+      rep,
+      commit{12, 17, 0.75},
+      challenge_request{13},
+      join_challenge{{9, 8, 7, 6}},
+      join_accept{14, 15, 29500, 40},
+      join_refused{"wrong cluster token"},
+      frame_rejected{"malformed: short"},
+      assign{16, 1, 2, 17, sample_settings()},
+      attach{"shadow"},
+      run_step{18, 19},
+      progress_request{20, 21},
+      progress_report{22, 1, 23, {0, 1}, {0}, {1}, true, rep},
+      resume{24, 25, {1}, {2, 3}, {4}, {5, 6}, true},
+      shadow_link{true},
+      done(26, 27, 2, committed{}),
+      done(28, 29, 1, synced{}),
+      step_failed{30, 31, 2, "timeout: no tensor"},
+      generation_end{32, "node 3 lost"},
+      leave{"fenced"},
+      done(33, 34, 1, sync_lost{}),
+      done(35, 36, 2, resync{}),
+      state_request{37},
+      state_report{
+          38, {{"layer1.weight", 1024, 0xdeadbeefcafef00dull}, {"stage0#steps", 1, 42}}}};
 }
 
 } // namespace bamboo::schema

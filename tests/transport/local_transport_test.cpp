@@ -49,7 +49,8 @@ TEST_CASE("a recv times out at its deadline", "[transport]") {
   CHECK(waited < 2s);
 }
 
-TEST_CASE("abort releases a recv seen blocked, at once, and fails later calls", "[transport]") {
+TEST_CASE("abort releases a recv seen blocked, at once, and fails later calls",
+          "[transport]") {
   auto hub = std::make_shared<local_hub>(2, 3);
   auto a = hub->endpoint(0), b = hub->endpoint(1);
   transport_status st;

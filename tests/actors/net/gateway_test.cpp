@@ -82,7 +82,8 @@ struct joined_member {
   // Whether the listener hears of the member's loss within `timeout`.
   bool lost_within(std::chrono::milliseconds timeout) {
     bool lost = false;
-    (*listener)->receive([&](lost_atom, int) { lost = true; }, caf::after(timeout) >> [] {});
+    (*listener)->receive([&](lost_atom, int) { lost = true; },
+                         caf::after(timeout) >> [] {});
     return lost;
   }
 };
@@ -94,7 +95,9 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
           "[actors][net]") {
   joined_member m;
   const int member = m.join();
-  auto beat = [&] { m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0}); };
+  auto beat = [&] {
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+  };
   beat();
 
   // Another major version.
@@ -112,7 +115,7 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   m.send_bytes(bytes_of(newer));
   // A consistent segment table whose root pointer points far outside its segment.
   std::vector<std::uint8_t> lying(16, 0);
-  lying[4] = 1;                     // one segment of one word
+  lying[4] = 1;                                    // one segment of one word
   lying[8] = static_cast<std::uint8_t>(1000 << 2); // struct pointer, offset 1000
   lying[9] = static_cast<std::uint8_t>((1000 << 2) >> 8);
   lying[12] = 1; // one data word
