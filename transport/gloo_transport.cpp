@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -52,10 +53,23 @@ struct gloo_transport::impl {
   std::map<std::uint64_t, c10::intrusive_ptr<c10d::Work>> pending;
   std::uint64_t next_id = 0;
 
-  std::uint64_t track(c10::intrusive_ptr<c10d::Work> w) {
-    std::lock_guard<std::mutex> guard{mtx};
-    pending.emplace(++next_id, std::move(w));
-    return next_id;
+  // Keeps w until it completes, so that abort() can end it. Returns nullopt,
+  // with w aborted, when the group was aborted after the caller checked:
+  // abort() has gone through the pending works already and would miss w,
+  // which would then wait for its full timeout.
+  std::optional<std::uint64_t> track(const c10::intrusive_ptr<c10d::Work>& w) {
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      if (!aborted) {
+        pending.emplace(++next_id, w);
+        return next_id;
+      }
+    }
+    try {
+      w->abort();
+    } catch (const std::exception&) {
+    }
+    return std::nullopt;
   }
   void untrack(std::uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx};
@@ -128,7 +142,8 @@ transport_status gloo_transport::send(int dst, std::uint64_t tag, const at::Tens
     // Gloo sends from the tensor's memory until the work completes; the
     // work keeps a reference, and callers never modify what they sent.
     std::vector<at::Tensor> v{t.is_contiguous() ? t : t.contiguous()};
-    impl_->track(impl_->pg->send(v, dst, gloo_tag(tag)));
+    if (!impl_->track(impl_->pg->send(v, dst, gloo_tag(tag))) && impl_->is_aborted(why))
+      return {transport_errc::aborted, why};
   } catch (const std::exception& e) {
     return {transport_errc::peer_lost, e.what()};
   }
@@ -152,6 +167,8 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
     return {transport_errc::peer_lost, e.what()};
   }
   const auto id = impl_->track(work);
+  if (!id && impl_->is_aborted(why))
+    return {transport_errc::aborted, why};
   transport_status st;
   try {
     const blocked_scope blocked{blocked_};
@@ -162,7 +179,7 @@ transport_status gloo_transport::recv(int src, std::uint64_t tag, at::Tensor& ou
                                                      : transport_errc::peer_lost,
           what};
   }
-  impl_->untrack(id);
+  impl_->untrack(*id);
   // An aborted wait returns normally with a partial tensor: never trust it.
   if (impl_->is_aborted(why))
     return {transport_errc::aborted, why};

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include "transport/gloo_transport.hpp"
@@ -129,4 +130,41 @@ TEST_CASE("two threads sharing one gloo endpoint send and receive at once",
   CHECK(bad_b == 0);
   CHECK(p.a->flush(10s));
   CHECK(p.b->flush(10s));
+}
+
+TEST_CASE("an abort that races a recv starting on another thread never leaves it "
+          "waiting for its timeout",
+          "[transport]") {
+  // The window: a recv that checked "not aborted" but had not yet registered
+  // its work when abort() went through the pending works. 300 races, each with
+  // a fresh group and the abort a few microseconds after the recv starts; a
+  // missed one would wait its 20 s timeout instead of < 2 s.
+  gloo_store_server server;
+  int slow = 0, not_aborted = 0;
+  std::mt19937 rng(3);
+  for (int g = 1; g <= 300; ++g) {
+    auto p = join_pair(server, static_cast<std::uint64_t>(g));
+    transport_status st;
+    std::chrono::steady_clock::duration waited{};
+    std::atomic<bool> started{false};
+    std::thread waiter([&] {
+      at::Tensor y = at::empty({16});
+      const auto t0 = std::chrono::steady_clock::now();
+      started = true;
+      st = p.a->recv(1, 7, y, 20s);
+      waited = std::chrono::steady_clock::now() - t0;
+    });
+    while (!started)
+      std::this_thread::yield();
+    const auto spin = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds(rng() % 60); // into the recv
+    while (std::chrono::steady_clock::now() < spin) {
+    }
+    p.a->abort("race " + std::to_string(g));
+    waiter.join();
+    slow += waited > 2s;
+    not_aborted += st.code != transport_errc::aborted;
+  }
+  CHECK(slow == 0);
+  CHECK(not_aborted == 0);
 }
