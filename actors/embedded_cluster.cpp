@@ -42,7 +42,8 @@ public:
     group->add(actor);
     return actor;
   }
-  bool can_reshadow() const override { return true; }
+  shadow_source reshadowing() const override { return shadow_source::clone; }
+  stage_actor add_empty_shadow(caf::local_actor*, int, int) override { return {}; }
 
 private:
   node_resources r_;

@@ -103,6 +103,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
                   decision.plan.generation);
   }
   plan_ = decision.plan;
+  abandon_copies();
   start_recovery();
 }
 
@@ -174,14 +175,21 @@ void manager_state::finish_recovery() {
 }
 
 // At a step boundary after failovers: give each unprotected stage a new
-// shadow on its predecessor's node, cloned from the owner's exact state. The
-// owner handles the clone request before the next run_step (one mailbox), and
-// the manager hears of the clone before that step's report, so the shadow is
-// known to the owner before the step commits.
+// shadow on its predecessor's node, from the owner's exact state.
+//  clone (in memory): the owner handles the clone request before the next
+//    run_step (one mailbox), and the manager hears of the clone before that
+//    step's report, so the shadow is known to the owner before the step commits.
+//  copy (across processes): the owner sends its state through the transport
+//    and the new shadow loads it; both say what digest they saw, and the step
+//    starts when every copy is checked (or has failed: then the stage stays
+//    unprotected until the next boundary).
 void manager_state::reshadow() {
-  if (!spec_.nodes->can_reshadow())
-    return;
+  const bool copy = spec_.nodes->reshadowing() == shadow_source::copy;
   for (auto [stage, node] : plan_reshadow(plan_)) {
+    if (copy) {
+      copy_state(stage, node);
+      continue;
+    }
     auto owner = owner_actor_[stage];
     self_->request(owner, std::chrono::seconds(60), clone_atom::value)
         .then(
@@ -203,15 +211,96 @@ void manager_state::add_shadow(int stage, int node, const replica_handle& r) {
   if (!actor)
     return;
   node_of_[actor.address()] = node;
+  attach_shadow(stage, node, actor);
+  const int pred = (stage + plan_.stages - 1) % plan_.stages;
+  if (spec_.cfg.redundancy == redundancy_mode::eager && pred != plan_.stages - 1)
+    self_->send(owner_actor_[pred], r);
+  logger_->info("stage {} has a shadow again, on node {}", stage, node);
+}
+
+void manager_state::attach_shadow(int stage, int node, const stage_actor& actor) {
   extra_actors_.push_back(actor);
   shadow_actor_[stage] = actor;
   plan_.shadow[stage] = node;
   ledger_.expect_sync(stage);
   link_shadow(stage);
-  const int pred = (stage + plan_.stages - 1) % plan_.stages;
-  if (spec_.cfg.redundancy == redundancy_mode::eager && pred != plan_.stages - 1)
-    self_->send(owner_actor_[pred], r);
-  logger_->info("stage {} has a shadow again, on node {}", stage, node);
+}
+
+void manager_state::copy_state(int stage, int node) {
+  auto shadow = spec_.nodes->add_empty_shadow(self_, node, stage);
+  if (!shadow)
+    return;
+  node_of_[shadow.address()] = node;
+  copies_[stage] = pending_copy{shadow, node, {}, {}};
+  const auto round = copy_round_;
+  auto ask = [&](const stage_actor& who, bool sent) {
+    self_
+        ->request(who, std::chrono::seconds(120), copy_atom::value, plan_.generation,
+                  step_)
+        .then([this, round, stage, sent](
+                  state_copy& c) { on_copy(round, stage, sent, c); },
+              [this, round, stage](caf::error& err) {
+                if (round == copy_round_)
+                  drop_copy(stage, describe(err));
+              });
+  };
+  ask(shadow, false);
+  ask(owner_actor_[stage], true);
+}
+
+void manager_state::on_copy(std::uint64_t round, int stage, bool sent,
+                            const state_copy& c) {
+  auto it = copies_.find(stage);
+  if (round != copy_round_ || it == copies_.end())
+    return;
+  auto& p = it->second;
+  (sent ? p.sent : p.loaded) = c;
+  if (!p.sent || !p.loaded)
+    return;
+  if (p.sent->digest != p.loaded->digest || p.sent->bytes != p.loaded->bytes) {
+    drop_copy(stage, fmt::format("the copy differs: {} bytes with digest {:016x} sent, "
+                                 "{} bytes with digest {:016x} loaded",
+                                 p.sent->bytes, p.sent->digest, p.loaded->bytes,
+                                 p.loaded->digest));
+    return;
+  }
+  logger_->info("stage {} has a shadow again, on node {}: {} bytes of state copied, "
+                "digest {:016x} on both sides",
+                stage, p.node, p.sent->bytes, p.sent->digest);
+  auto shadow = p.shadow;
+  const int node = p.node;
+  copies_.erase(it);
+  attach_shadow(stage, node, shadow);
+  if (copies_.empty() && !recovering_ && !finished_)
+    run_owners();
+}
+
+void manager_state::drop_copy(int stage, const std::string& why) {
+  auto it = copies_.find(stage);
+  if (it == copies_.end())
+    return;
+  logger_->warn("stage {}: no new shadow on node {} ({}); it stays unprotected until "
+                "the next step boundary",
+                stage, it->second.node, why);
+  retire(it->second.shadow);
+  copies_.erase(it);
+  if (copies_.empty() && !recovering_ && !finished_)
+    run_owners();
+}
+
+// A loss during the copies: the recovery's resume orders start the step, and
+// the next boundary tries again.
+void manager_state::abandon_copies() {
+  ++copy_round_;
+  for (auto& [stage, p] : copies_)
+    retire(p.shadow);
+  copies_.clear();
+}
+
+// A shadow the manager gives up on: not a loss of its node.
+void manager_state::retire(const stage_actor& actor) {
+  node_of_.erase(actor.address());
+  self_->send_exit(actor, caf::exit_reason::user_shutdown);
 }
 
 } // namespace bamboo

@@ -52,6 +52,7 @@ private:
 
   // manager_steps.cpp
   void begin_step();
+  void run_owners();
   void on_report(const schema::step_report& r);
   void send_commit(int stage);
   void on_committed(std::int64_t k, int stage);
@@ -62,6 +63,7 @@ private:
   void maybe_finish_step();
   void close_failovers(step_record& rec, clock_type::time_point now);
   bool degraded() const;
+  std::string unprotected() const;
 
   // manager_recovery.cpp
   void on_down(const caf::down_msg& dm);
@@ -74,6 +76,12 @@ private:
   void finish_recovery();
   void reshadow();
   void add_shadow(int stage, int node, const replica_handle& r);
+  void attach_shadow(int stage, int node, const stage_actor& actor);
+  void copy_state(int stage, int node);
+  void on_copy(std::uint64_t round, int stage, bool sent, const state_copy& c);
+  void drop_copy(int stage, const std::string& why);
+  void abandon_copies();
+  void retire(const stage_actor& actor);
 
   caf::event_based_actor* self_;
   manager_spec spec_;
@@ -99,6 +107,15 @@ private:
   std::set<int> resync_;  // stages whose shadow must get the gradients again
   std::set<int> notices_; // nodes with a preemption notice, to hand off
   std::map<int, clock_type::time_point> kill_time_;
+  // New shadows loading their owners' state through the transport (stage ->
+  // copy): the step starts when every one has loaded, or failed.
+  struct pending_copy {
+    stage_actor shadow;
+    int node = 0;
+    std::optional<state_copy> sent, loaded;
+  };
+  std::map<int, pending_copy> copies_;
+  std::uint64_t copy_round_ = 0; // a loss abandons the copies under way
 };
 
 } // namespace bamboo

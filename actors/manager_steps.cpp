@@ -40,6 +40,11 @@ void manager_state::begin_step() {
   if (hand_off())
     return; // the re-plan's resume orders start the step
   reshadow();
+  if (copies_.empty())
+    run_owners();
+}
+
+void manager_state::run_owners() {
   for (const auto& a : distinct_owners())
     self_->send(a, run_step_atom::value, plan_.generation, step_);
 }
@@ -154,7 +159,7 @@ void manager_state::maybe_finish_step() {
   if (!open_failovers_.empty())
     close_failovers(rec, now);
   else if (degraded())
-    rec.event = "degraded";
+    rec.event = "degraded: " + unprotected();
   spec_.result->steps.push_back(rec);
   logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
   if (spec_.on_step)
@@ -191,6 +196,26 @@ bool manager_state::degraded() const {
     return false;
   return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
                      [](const stage_actor& a) { return !a; });
+}
+
+// "stage 2 unprotected; node 0 runs stages 0 1": what a degraded step lacks
+// (no commas: it is a field of the metrics CSV).
+std::string manager_state::unprotected() const {
+  std::string out;
+  auto add = [&](const std::string& what) { out += (out.empty() ? "" : "; ") + what; };
+  for (int s = 0; s < plan_.stages; ++s)
+    if (!shadow_actor_[s])
+      add("stage " + std::to_string(s) + " unprotected");
+  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n) {
+    auto stages = plan_.stages_of(n);
+    if (plan_.alive[n] && stages.size() > 1) {
+      std::string list;
+      for (int s : stages)
+        list += " " + std::to_string(s);
+      add("node " + std::to_string(n) + " runs stages" + list);
+    }
+  }
+  return out;
 }
 
 } // namespace bamboo

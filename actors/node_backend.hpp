@@ -13,6 +13,11 @@
 
 namespace bamboo {
 
+enum class shadow_source {
+  clone, // in memory, from the owner's executor
+  copy,  // through the tensor transport, checked by digest
+};
+
 class node_backend {
 public:
   virtual ~node_backend() = default;
@@ -23,13 +28,17 @@ public:
   virtual shadow_sync sync() const = 0;
   // Ends generation `gen`: every transfer of it fails now, not at a timeout.
   virtual void end_generation(std::uint64_t gen, const std::string& reason) = 0;
-  // A new shadow on `node`'s group, from its owner's exact state (a clone);
-  // invalid when this backend cannot make one.
+  // How a stage left without a shadow gets a new one at a step boundary.
+  virtual shadow_source reshadowing() const = 0;
+  // shadow_source::clone: a new shadow on `node`'s group from its owner's
+  // exact state (a clone in memory).
   virtual stage_actor add_shadow(caf::local_actor* manager, int node,
                                  std::shared_ptr<node_group> group,
                                  const replica_handle& replica) = 0;
-  // Whether add_shadow can succeed: the manager asks owners for clones only then.
-  virtual bool can_reshadow() const = 0;
+  // shadow_source::copy: a new, empty shadow of `stage` on `node`; it loads
+  // its owner's state when both are sent (copy_atom, gen, k).
+  virtual stage_actor add_empty_shadow(caf::local_actor* manager, int node,
+                                       int stage) = 0;
 };
 
 } // namespace bamboo

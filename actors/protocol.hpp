@@ -48,6 +48,9 @@ using sync_lost_atom = caf::atom_constant<caf::atom("synclost")>;
 using resync_atom = caf::atom_constant<caf::atom("resync")>; // owner: send them again
 using shadow_atom = caf::atom_constant<caf::atom("shadow")>; // (actor): the replica
 using clone_atom = caf::atom_constant<caf::atom("clone")>;   // -> replica_handle
+// (gen, k) -> state_copy: an owner sends its exact state to the rank before its
+// own; a new shadow receives and loads it (re-homing across processes).
+using copy_atom = caf::atom_constant<caf::atom("copystate")>;
 // A node's notice of its coming preemption: (notice_atom, [node,] deadline_ms).
 using notice_atom = caf::atom_constant<caf::atom("notice")>;
 // Timers: a heartbeat or expiry period, a failed stage's grace, a join's deadline.
@@ -91,6 +94,13 @@ struct replica_handle {
   std::shared_ptr<stage_executor> executor;
 };
 
+// What a state copy moved: its FNV-1a digest (of the flat state, as sent or
+// as loaded) and its size, so the manager can check that both sides agree.
+struct state_copy {
+  std::uint64_t digest = 0;
+  std::uint64_t bytes = 0;
+};
+
 // --- the stage's interface -------------------------------------------------------
 // Every message carries the generation; anything older is dropped. Replies to
 // the supervisor (the manager, or a worker's agent) are untyped sends of
@@ -100,9 +110,10 @@ struct replica_handle {
 //          schema::commit -> committed and the gradients to the shadow set by
 //          (shadow_atom, present, actor) (actor invalid when they go through the
 //          transport); resync sends them again; params and their digests;
-//          clone (between steps).
+//          clone (between steps); copy sends the state through the transport.
 //  shadow: shadow_update (or schema::commit, then the gradients through the
-//          transport) -> synced; resume_order promotes it to active.
+//          transport) -> synced; resume_order promotes it to active; copy
+//          receives its state through the transport (a new shadow).
 using stage_actor = caf::typed_actor<
     caf::reacts_to<run_step_atom, std::uint64_t, std::int64_t>,
     caf::replies_to<progress_atom, std::uint64_t>::with<stage_progress>,
@@ -111,7 +122,8 @@ using stage_actor = caf::typed_actor<
     caf::reacts_to<resync_atom, std::uint64_t, std::int64_t>,
     caf::replies_to<params_atom>::with<std::vector<param_blob>>,
     caf::replies_to<digest_atom>::with<std::vector<schema::tensor_digest>>,
-    caf::replies_to<clone_atom>::with<replica_handle>, caf::reacts_to<replica_handle>>;
+    caf::replies_to<clone_atom>::with<replica_handle>, caf::reacts_to<replica_handle>,
+    caf::replies_to<copy_atom, std::uint64_t, std::int64_t>::with<state_copy>>;
 
 // A message from a typed actor (a stage, a proxy) to an untyped one (its
 // supervisor, a worker's agent), sent as the typed actor so that the receiver
@@ -132,6 +144,11 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_progress& x) {
   return f(caf::meta::type_name("stage_progress"), x.stage, x.step, x.forwards,
            x.backwards, x.frc, x.complete, x.report);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, state_copy& x) {
+  return f(caf::meta::type_name("state_copy"), x.digest, x.bytes);
 }
 
 template <class Inspector>

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
 
+#include "actors/errors.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/shadow_state.hpp"
 #include "log/log.hpp"
@@ -24,6 +25,12 @@ namespace {
 
 std::vector<int> to_vector(const std::set<int>& s) {
   return {s.begin(), s.end()};
+}
+
+state_copy copy_of(const at::Tensor& flat) {
+  auto c = flat.contiguous();
+  const auto bytes = static_cast<std::size_t>(c.numel()) * c.element_size();
+  return {fnv1a(c.data_ptr(), bytes), bytes};
 }
 
 struct stage_state {
@@ -77,6 +84,7 @@ struct stage_state {
           spec_.replica = r.executor;
           frc_enabled_ = spec_.cfg.redundancy == redundancy_mode::eager;
         },
+        [this](copy_atom, std::uint64_t gen, std::int64_t k) { return send_state(gen, k); },
     };
   }
 
@@ -121,6 +129,7 @@ struct stage_state {
           return caf::make_error(caf::sec::unexpected_message); // only owners are cloned
         },
         [](const replica_handle&) {}, // FRC is for active stages
+        [this](copy_atom, std::uint64_t gen, std::int64_t k) { return load_state(gen, k); },
     };
   }
 
@@ -153,15 +162,65 @@ private:
   // the endpoint of its node's stage, the predecessor's rank).
   bool connect(std::int64_t k) { return connect(k, stage_); }
   bool connect(std::int64_t k, int rank) {
-    if (transport_ && transport_->generation() == gen_ && transport_->rank() == rank)
-      return true;
     std::string error;
-    transport_ = spec_.transports->connect(rank, gen_, error);
-    if (transport_)
+    if (join(rank, error))
       return true;
     logger_->error("stage {}: no transport for generation {}: {}", stage_, gen_, error);
     fail(k, "transport: " + error);
     return false;
+  }
+  bool join(int rank, std::string& error) {
+    if (transport_ && transport_->generation() == gen_ && transport_->rank() == rank)
+      return true;
+    transport_ = spec_.transports->connect(rank, gen_, error);
+    return transport_ != nullptr;
+  }
+
+  // Owner, at the boundary of step k: its exact state to the rank before its
+  // own, where a new shadow waits for it (re-homing across processes).
+  caf::result<state_copy> send_state(std::uint64_t gen, std::int64_t k) {
+    auto& ex = *spec_.executor;
+    if (ex.updates() != k)
+      return make_error(errc::stage_failed,
+                        "stage " + std::to_string(stage_) + " is not at the boundary of "
+                            "step " + std::to_string(k) + " (" +
+                            std::to_string(ex.updates()) + " updates applied)");
+    gen_ = std::max(gen_, gen);
+    prepare_thread();
+    std::string error;
+    if (!join(stage_, error))
+      return make_error(errc::transport_failure, error);
+    auto flat = ex.optimizer().flat_state().contiguous();
+    auto st = transport_->send(predecessor(), make_tag(k, 0, tensor_kind::state_copy), flat);
+    if (!st)
+      return make_error(errc::transport_failure,
+                        "the state of stage " + std::to_string(stage_) +
+                            " was not sent: " + st.detail);
+    logger_->info("stage {}: state sent to its new shadow ({} bytes, generation {})",
+                  stage_, flat.numel() * 4, gen_);
+    return copy_of(flat);
+  }
+
+  // A new shadow: its owner's state of the boundary of step k, loaded; the
+  // digest is of what it holds now, so the manager checks the whole path.
+  caf::result<state_copy> load_state(std::uint64_t gen, std::int64_t k) {
+    auto& ex = *spec_.executor;
+    gen_ = std::max(gen_, gen);
+    prepare_thread();
+    std::string error;
+    if (!join(predecessor(), error))
+      return make_error(errc::transport_failure, error);
+    auto flat = at::empty({ex.optimizer().flat_state_size()}, at::kFloat);
+    auto st = transport_->recv(stage_, make_tag(k, 0, tensor_kind::state_copy), flat);
+    if (!st)
+      return make_error(errc::transport_failure,
+                        "no state for the new shadow of stage " + std::to_string(stage_) +
+                            ": " + st.detail);
+    if (!ex.load_state(flat, k))
+      return make_error(errc::stage_failed, "the state received for stage " +
+                                                std::to_string(stage_) +
+                                                " has the wrong size");
+    return copy_of(ex.optimizer().flat_state());
   }
 
   void run_step(std::int64_t k) {

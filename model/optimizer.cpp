@@ -111,4 +111,41 @@ void adamw::copy_state_from(const adamw& other) {
   t_ = other.t_;
 }
 
+at::Tensor adamw::flat_state() const {
+  std::vector<at::Tensor> parts;
+  for (const auto& p : params_)
+    parts.push_back(p.tensor.detach().reshape(-1));
+  for (const auto& m : m_)
+    parts.push_back(m.reshape(-1));
+  for (const auto& v : v_)
+    parts.push_back(v.reshape(-1));
+  return parts.empty() ? at::empty({0}, at::kFloat) : at::cat(parts);
+}
+
+long adamw::flat_state_size() const {
+  long n = 0;
+  for (const auto& p : params_)
+    n += p.tensor.numel();
+  return 3 * n;
+}
+
+bool adamw::load_flat_state(const at::Tensor& flat, std::int64_t steps) {
+  if (flat.dim() != 1 || flat.numel() != flat_state_size())
+    return false;
+  at::NoGradGuard no_grad;
+  long offset = 0;
+  auto take = [&](at::Tensor& dst) {
+    dst.copy_(flat.narrow(0, offset, dst.numel()).view(dst.sizes()));
+    offset += dst.numel();
+  };
+  for (auto& p : params_)
+    take(p.tensor);
+  for (auto& m : m_)
+    take(m);
+  for (auto& v : v_)
+    take(v);
+  t_ = steps;
+  return true;
+}
+
 } // namespace bamboo

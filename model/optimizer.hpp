@@ -33,6 +33,13 @@ public:
   // Makes this optimizer's parameters, moments and step counter equal to
   // another's of the same layers (a new shadow replica starts this way).
   void copy_state_from(const adamw& other);
+  // Every parameter, then every first and every second moment, flattened into
+  // one float tensor: what a new shadow in another process receives. The step
+  // counter travels beside it.
+  at::Tensor flat_state() const;
+  long flat_state_size() const;
+  // The inverse of flat_state(); false (and nothing changed) on a size mismatch.
+  bool load_flat_state(const at::Tensor& flat, std::int64_t steps);
   const std::vector<named_tensor>& params() const { return params_; }
   const std::vector<at::Tensor>& exp_avg() const { return m_; }
   const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }

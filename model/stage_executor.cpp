@@ -137,6 +137,10 @@ std::shared_ptr<stage_executor> stage_executor::clone() const {
   return copy;
 }
 
+bool stage_executor::load_state(const at::Tensor& flat, std::int64_t steps) {
+  return opt_->load_flat_state(flat, steps);
+}
+
 void stage_executor::promote(std::int64_t k) {
   begin_step(k);
   for (const auto& [j, f] : pending_)

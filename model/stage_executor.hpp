@@ -82,6 +82,9 @@ public:
   void promote(std::int64_t k);
   // A new replica of this stage with this stage's exact state (between steps).
   std::shared_ptr<stage_executor> clone() const;
+  // This stage's exact state from another's adamw::flat_state() at the
+  // boundary of step `steps` (a new shadow across processes).
+  bool load_state(const at::Tensor& flat, std::int64_t steps);
 
   // Parameters named by global layer path ("layers.3.attn.qkv.weight").
   const std::vector<named_tensor>& parameters() const { return opt_->params(); }

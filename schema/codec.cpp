@@ -151,6 +151,19 @@ struct writer {
       list[i].setDigest(x.tensors[i].digest);
     }
   }
+  void operator()(const state_copy& x) {
+    auto r = b.initStateCopy();
+    r.setGeneration(x.generation);
+    r.setStep(x.step);
+    r.setRequest(x.request);
+  }
+  void operator()(const state_copied& x) {
+    auto r = b.initStateCopied();
+    r.setRequest(x.request);
+    r.setDigest(x.digest);
+    r.setBytes(x.bytes);
+    r.setError(x.error);
+  }
   void operator()(const resume& x) {
     auto r = b.initResume();
     r.setGeneration(x.generation);
@@ -341,6 +354,15 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     for (auto t : r.getTensors())
       out.tensors.push_back({t.getName().cStr(), t.getCount(), t.getDigest()});
     return out;
+  }
+  case wire::Frame::Body::STATE_COPY: {
+    auto r = b.getStateCopy();
+    return state_copy{r.getGeneration(), r.getStep(), r.getRequest()};
+  }
+  case wire::Frame::Body::STATE_COPIED: {
+    auto r = b.getStateCopied();
+    return state_copied{r.getRequest(), r.getDigest(), r.getBytes(),
+                        r.getError().cStr()};
   }
   case wire::Frame::Body::RESUME: {
     auto r = b.getResume();

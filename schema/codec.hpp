@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 3;
+inline constexpr std::uint16_t minor_version = 4;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -197,15 +197,41 @@ struct state_report {
   std::vector<tensor_digest> tensors;
 };
 
+// 1.4: an owner's state copied to a new replica in another process.
+struct state_copy {
+  std::uint64_t generation = 0;
+  std::uint64_t step = 0;
+  std::uint64_t request = 0;
+};
+
+struct state_copied {
+  std::uint64_t request = 0;
+  std::uint64_t digest = 0;
+  std::uint64_t bytes = 0;
+  std::string error; // empty when copied
+};
+
 using frame =
     std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
                  challenge_request, join_challenge, join_accept, join_refused,
                  frame_rejected, assign, attach, run_step, progress_request,
                  progress_report, resume, shadow_link, committed, synced, step_failed,
-                 generation_end, leave, sync_lost, resync, state_request, state_report>;
+                 generation_end, leave, sync_lost, resync, state_request, state_report,
+                 state_copy, state_copied>;
 
-// The actor a frame is for, among those one process stands for (1.2).
+// The actor a frame is for, among those one process stands for (1.2): its
+// stage, the replica it was assigned, or (1.4) a replica of stage s added
+// after a failover, numbered 3 + s.
 enum class target : std::uint32_t { none = 0, stage = 1, shadow = 2 };
+inline constexpr std::uint32_t first_added_replica = 3;
+inline target added_replica(int stage) {
+  return static_cast<target>(first_added_replica + static_cast<std::uint32_t>(stage));
+}
+// The stage of an added replica's target; -1 for the others.
+inline int added_replica_stage(target t) {
+  const auto v = static_cast<std::uint32_t>(t);
+  return v >= first_added_replica ? static_cast<int>(v - first_added_replica) : -1;
+}
 
 enum class codec_errc {
   none,

@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 3;
+const minorVersion :UInt16 = 4;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -212,6 +212,22 @@ struct StateReport {
   tensors @1 :List(TensorDigest);
 }
 
+# 1.4: re-homing across processes. To an owner: send your exact state to the
+# transport rank before yours; to a new replica (target 3 + its stage): be
+# created, receive that state and load it. Both answer with StateCopied.
+struct StateCopy {
+  generation @0 :UInt64;
+  step @1 :UInt64;     # the boundary: the state after step-1 committed
+  request @2 :UInt64;
+}
+
+struct StateCopied {
+  request @0 :UInt64;
+  digest @1 :UInt64;   # FNV-1a 64 of the flat state, as sent or as loaded
+  bytes @2 :UInt64;
+  error @3 :Text;      # empty when the state was copied
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -243,6 +259,9 @@ struct Frame {
     resync @26 :StageDone;     # the owner sends them again
     stateRequest @28 :StateRequest;   # 1.3
     stateReport @29 :StateReport;     # 1.3
+    stateCopy @30 :StateCopy;         # 1.4
+    stateCopied @31 :StateCopied;     # 1.4
   }
-  target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
+  target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
+                        # 2 shadow; 1.4: 3 + s, a replica of stage s added later)
 }

@@ -35,10 +35,15 @@ struct transport_status {
   explicit operator bool() const { return code == transport_errc::ok; }
 };
 
-// Message tags: what a tensor is (activation, gradient, or an owner's gradients
-// for its shadow) of which micro-batch of which step. Distinct tags never
-// collide for steps below 2^40.
-enum class tensor_kind : std::uint64_t { activation = 0, gradient = 1, shadow_sync = 2 };
+// Message tags: what a tensor is (activation, gradient, an owner's gradients
+// for its shadow, or an owner's whole state for a new shadow) of which
+// micro-batch of which step. Distinct tags never collide for steps below 2^40.
+enum class tensor_kind : std::uint64_t {
+  activation = 0,
+  gradient = 1,
+  shadow_sync = 2,
+  state_copy = 3,
+};
 inline std::uint64_t make_tag(std::int64_t step, int micro_batch, tensor_kind kind) {
   return (static_cast<std::uint64_t>(step) << 24) |
          (static_cast<std::uint64_t>(micro_batch) << 2) |

@@ -52,8 +52,8 @@ caf::expected<std::vector<member>> await_members(caf::scoped_actor& self, int co
 }
 
 // Nodes as worker processes behind proxies: shadows sync through the
-// transport, a generation ends with a frame to every worker, and replicas are
-// not cloned across processes (yet).
+// transport, a generation ends with a frame to every worker, and a new shadow
+// gets its owner's state through the transport.
 class process_nodes : public node_backend {
 public:
   process_nodes(train_config cfg, std::vector<member> members, caf::actor gateway,
@@ -64,23 +64,13 @@ public:
   node_handles spawn(caf::local_actor* manager, const node_assignment& a) override {
     node_handles h;
     h.group = std::make_shared<node_group>();
-    const auto& m = members_.at(static_cast<std::size_t>(a.node));
-    stage_proxy_spec ps;
-    ps.agent = m.agent;
-    ps.gateway = gateway_;
-    ps.member = m.id;
-    ps.node = a.node;
-    ps.frame_limit = frame_limit_;
-    ps.target = schema::target::stage;
+    auto ps = proxy_spec(a.node, schema::target::stage);
     ps.assign = schema::assign{static_cast<std::uint32_t>(a.node),
                                static_cast<std::uint32_t>(a.stage), a.shadow_stage, 1,
                                to_settings(cfg_)};
     h.stage = spawn_stage_proxy(manager, ps);
-    if (a.shadow_stage >= 0) {
-      ps.target = schema::target::shadow;
-      ps.assign.reset();
-      h.shadow = spawn_stage_proxy(manager, ps);
-    }
+    if (a.shadow_stage >= 0)
+      h.shadow = spawn_stage_proxy(manager, proxy_spec(a.node, schema::target::shadow));
     return h;
   }
   shadow_sync sync() const override { return shadow_sync::transport; }
@@ -88,13 +78,29 @@ public:
     caf::anon_send(gateway_, broadcast_atom::value,
                    to_wire(schema::generation_end{gen, reason}));
   }
+  shadow_source reshadowing() const override { return shadow_source::copy; }
   stage_actor add_shadow(caf::local_actor*, int, std::shared_ptr<node_group>,
                          const replica_handle&) override {
     return {};
   }
-  bool can_reshadow() const override { return false; }
+  // The worker creates the replica on the first frame for its target.
+  stage_actor add_empty_shadow(caf::local_actor* manager, int node, int stage) override {
+    return spawn_stage_proxy(manager, proxy_spec(node, schema::added_replica(stage)));
+  }
 
 private:
+  stage_proxy_spec proxy_spec(int node, schema::target t) const {
+    const auto& m = members_.at(static_cast<std::size_t>(node));
+    stage_proxy_spec ps;
+    ps.agent = m.agent;
+    ps.gateway = gateway_;
+    ps.member = m.id;
+    ps.node = node;
+    ps.frame_limit = frame_limit_;
+    ps.target = t;
+    return ps;
+  }
+
   train_config cfg_;
   std::vector<member> members_;
   caf::actor gateway_;

@@ -78,6 +78,13 @@ struct proxy_state {
           return make_error(errc::stage_failed,
                             "replicas are not cloned across processes");
         },
+        [this](copy_atom, std::uint64_t gen, std::int64_t k) {
+          auto rp = self_->make_response_promise<state_copy>();
+          const auto id = ++requests_;
+          copies_.emplace(id, rp);
+          forward(schema::state_copy{gen, static_cast<std::uint64_t>(k), id});
+          return rp;
+        },
         [this](const replica_handle&) {
           logger_->warn("node {}: an in-process replica cannot cross processes",
                         spec_.node);
@@ -139,6 +146,16 @@ private:
     it->second.deliver(r.tensors);
     digests_.erase(it);
   }
+  void handle(const schema::state_copied& r) {
+    auto it = copies_.find(r.request);
+    if (it == copies_.end())
+      return;
+    if (r.error.empty())
+      it->second.deliver(state_copy{r.digest, r.bytes});
+    else
+      it->second.deliver(make_error(errc::transport_failure, r.error));
+    copies_.erase(it);
+  }
   void handle(const schema::frame_rejected& r) {
     logger_->warn("node {} rejected a frame: {}", spec_.node, r.reason);
   }
@@ -156,6 +173,7 @@ private:
   std::map<std::uint64_t, caf::typed_response_promise<stage_progress>> pending_;
   std::map<std::uint64_t, caf::typed_response_promise<std::vector<schema::tensor_digest>>>
       digests_;
+  std::map<std::uint64_t, caf::typed_response_promise<state_copy>> copies_;
 };
 
 stage_proxy_actor::behavior_type

@@ -11,9 +11,11 @@
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/node.hpp"
+#include "actors/stage_actor.hpp"
 #include "log/log.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
+#include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
 
 namespace bamboo {
@@ -175,14 +177,17 @@ private:
     learn_proxy();
     registry_ =
         std::make_shared<transport_registry>(cfg->stages, spec_.store_host, store_port_);
-    auto parts = partition(layer_costs(cfg->model), cfg->stages);
+    cfg_ = *cfg;
+    corpus_ = corpus;
+    parts_ = partition(layer_costs(cfg->model), cfg->stages);
+    node_ = static_cast<int>(a.node);
     node_assignment na;
-    na.node = static_cast<int>(a.node);
+    na.node = node_;
     na.stage = static_cast<int>(a.stage);
-    na.range = parts.at(a.stage);
+    na.range = parts_.at(a.stage);
     na.shadow_stage = a.shadow_stage;
     if (a.shadow_stage >= 0)
-      na.shadow_range = parts.at(static_cast<std::size_t>(a.shadow_stage));
+      na.shadow_range = parts_.at(static_cast<std::size_t>(a.shadow_stage));
     node_resources res;
     res.cfg = *cfg;
     res.corpus = corpus;
@@ -248,12 +253,77 @@ private:
                             describe(err));
             });
   }
+  // Re-homing: an owner sends its state, or a replica added to this node (its
+  // target names the stage) is created and loads it.
+  void handle(const schema::state_copy& c) {
+    learn_proxy();
+    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+    auto a = local();
+    if (!a)
+      a = add_replica(schema::added_replica_stage(target_));
+    if (!a) {
+      self_->send(proxy, to_wire(schema::state_copied{
+                             c.request, 0, 0,
+                             "node " + std::to_string(node_) +
+                                 " has no actor for this state copy"}));
+      return;
+    }
+    self_
+        ->request(a, std::chrono::seconds(120), copy_atom::value, c.generation,
+                  static_cast<std::int64_t>(c.step))
+        .then(
+            [this, proxy, id = c.request](state_copy& r) {
+              self_->send(proxy, to_wire(schema::state_copied{id, r.digest, r.bytes, ""}));
+            },
+            [this, proxy, id = c.request](caf::error& err) {
+              self_->send(proxy, to_wire(schema::state_copied{id, 0, 0, describe(err)}));
+            });
+  }
+
+  // A new, empty replica of `stage` in this node's group; invalid when this
+  // node has no assignment yet or the stage does not exist.
+  stage_actor add_replica(int stage) {
+    if (!group_ || stage < 0 || stage >= cfg_.stages)
+      return {};
+    stage_actor_spec sh;
+    sh.cfg = cfg_;
+    sh.node = node_;
+    sh.executor = std::make_shared<stage_executor>(cfg_, stage,
+                                                   parts_.at(static_cast<std::size_t>(stage)),
+                                                   corpus_);
+    sh.transports = registry_;
+    sh.sync = shadow_sync::transport;
+    sh.group = group_;
+    auto actor = spawn_shadow_actor(self_, std::move(sh));
+    group_->add(actor);
+    add_local(target_, actor);
+    logger_->info("node {}: a new replica of stage {}", node_, stage);
+    return actor;
+  }
+
+  // The manager gave up on an added replica (its copy failed).
+  void drop_local(target t) {
+    auto it = locals_.find(t);
+    if (it == locals_.end())
+      return;
+    target_of_.erase(caf::actor_cast<caf::strong_actor_ptr>(it->second));
+    self_->send_exit(it->second, caf::exit_reason::user_shutdown);
+    locals_.erase(it);
+    proxies_.erase(t);
+  }
+
   void handle(const schema::generation_end& g) {
     logger_->info("node {}: generation {} ended ({})", member_, g.generation, g.reason);
     if (registry_)
       registry_->abort(g.generation, g.reason);
   }
   void handle(const schema::leave& l) {
+    if (schema::added_replica_stage(target_) >= 0) {
+      logger_->info("node {}: the replica of stage {} goes: {}", member_,
+                    schema::added_replica_stage(target_), l.reason);
+      drop_local(target_);
+      return;
+    }
     logger_->info("node {}: leaving: {}", member_, l.reason);
     finish({});
   }
@@ -304,6 +374,11 @@ private:
   std::uint16_t store_port_ = 0;
   std::shared_ptr<transport_registry> registry_;
   std::shared_ptr<node_group> group_;
+  // From the assignment: what a replica added later is made of.
+  int node_ = -1;
+  train_config cfg_;
+  std::shared_ptr<const token_corpus> corpus_;
+  std::vector<stage_range> parts_;
   target target_ = target::none; // of the frame being handled
   std::map<target, stage_actor> locals_;
   std::map<target, caf::actor> proxies_;

@@ -26,14 +26,18 @@ std::string describe(const failover_record& f) {
   return out;
 }
 
-schema::tensor_digest digest_of(const param_blob& b) {
-  std::uint64_t h = 14695981039346656037ull; // FNV-1a 64
-  const auto* bytes = reinterpret_cast<const unsigned char*>(b.values.data());
-  for (std::size_t i = 0; i < 4 * b.values.size(); ++i) {
+std::uint64_t fnv1a(const void* data, std::size_t size) {
+  std::uint64_t h = 14695981039346656037ull;
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
     h ^= bytes[i];
     h *= 1099511628211ull;
   }
-  return {b.name, b.values.size(), h};
+  return h;
+}
+
+schema::tensor_digest digest_of(const param_blob& b) {
+  return {b.name, b.values.size(), fnv1a(b.values.data(), 4 * b.values.size())};
 }
 
 std::vector<schema::tensor_digest> digests_of(const std::vector<param_blob>& blobs) {

@@ -36,6 +36,8 @@ struct param_blob {
 // worker process reports of its state, so runs compare bit for bit across
 // processes without moving the tensors.
 schema::tensor_digest digest_of(const param_blob& b);
+// FNV-1a 64 of `size` bytes.
+std::uint64_t fnv1a(const void* data, std::size_t size);
 std::vector<schema::tensor_digest> digests_of(const std::vector<param_blob>& blobs);
 
 struct step_record {

@@ -404,3 +404,34 @@ TEST_CASE("a quiet run across processes still has its preemption (bamboo-train "
   check_state(run.digests, expected);
   CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 1);
 }
+
+TEST_CASE("across processes a stage left without a shadow gets one on its new "
+          "predecessor's node, so a second loss is covered too (nodes 1 and 2 killed "
+          "in steps 3 and 8)",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(71);
+  cfg.steps = 12;
+  const auto expected = embedded_reference(cfg);
+  process_run run(cfg, "rehome",
+                  {"--preempt", "node=1@step=3", "--preempt", "node=2@step=8"});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("2 preemptions survived") != std::string::npos);
+  // Stage 2's shadow died with node 1: node 0 (now running stage 1) gets one,
+  // checked by digest, and it takes stage 2 over when node 2 dies.
+  CHECK_FALSE(run.proc
+                  .wait_for(R"(stage 2 has a shadow again, on node 0: \d+ bytes of state )"
+                            R"(copied, digest [0-9a-f]{16} on both sides)")
+                  .empty());
+  CHECK(log.find("stage 3 has a shadow again, on node 0") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m, expected);
+  // The re-homed shadow of stage 3 is among the shadows checked against owners.
+  check_state(run.digests, expected);
+  CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 2);
+  CHECK(m.events.at(4) == "degraded: stage 1 unprotected; node 0 runs stages 0 1");
+  CHECK(m.events.at(9) ==
+        "degraded: stage 1 unprotected; stage 2 unprotected; node 0 runs stages 0 1 2");
+}

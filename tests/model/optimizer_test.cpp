@@ -61,3 +61,41 @@ TEST_CASE("clipping scales the gradient before the update", "[model]") {
   ob.step(0, 1.0);
   CHECK(torch::equal(oa.exp_avg()[0], ob.exp_avg()[0]));
 }
+
+TEST_CASE("an optimizer loaded from another's flat state takes the same next step "
+          "bit for bit, and a flat state of the wrong size is refused",
+          "[model]") {
+  optimizer_config o;
+  o.warmup_steps = 0;
+  torch::manual_seed(1);
+  auto a = torch::randn({4, 3}).requires_grad_(true);
+  auto b = torch::randn({3}).requires_grad_(true);
+  adamw src({{"a", a}, {"b", b}}, o, 10);
+  for (int k = 0; k < 3; ++k) {
+    a.mutable_grad() = torch::randn({4, 3});
+    b.mutable_grad() = torch::randn({3});
+    src.step(k, 1.0);
+  }
+  auto a2 = torch::zeros({4, 3}).requires_grad_(true);
+  auto b2 = torch::zeros({3}).requires_grad_(true);
+  adamw dst({{"a", a2}, {"b", b2}}, o, 10);
+  auto flat = src.flat_state();
+  CHECK(flat.numel() == 3 * 15);
+  CHECK(dst.flat_state_size() == flat.numel());
+  CHECK_FALSE(dst.load_flat_state(flat.narrow(0, 0, 44), 3));
+  CHECK(dst.steps_taken() == 0);
+  REQUIRE(dst.load_flat_state(flat, 3));
+  CHECK(dst.steps_taken() == 3);
+  CHECK(torch::equal(dst.flat_state(), flat));
+  auto ga = torch::randn({4, 3});
+  auto gb = torch::randn({3});
+  a.mutable_grad() = ga.clone();
+  b.mutable_grad() = gb.clone();
+  a2.mutable_grad() = ga.clone();
+  b2.mutable_grad() = gb.clone();
+  src.step(3, 1.0);
+  dst.step(3, 1.0);
+  CHECK(torch::equal(a, a2));
+  CHECK(torch::equal(b, b2));
+  CHECK(torch::equal(src.flat_state(), dst.flat_state()));
+}

@@ -1,5 +1,5 @@
 @0x91bfb32c5e71465f;
-# TEST ONLY: control.capnp as a future minor version (1.4) would write it, to
+# TEST ONLY: control.capnp as a future minor version (1.5) would write it, to
 # check that readers of either version understand each other.
 # bamboo control frames. Fields are only ever added, never renumbered or removed;
 # a reader of minor version n reads frames of any minor version of the same major.
@@ -7,17 +7,17 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 4;
+const minorVersion :UInt16 = 5;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
-  load @4 :Float32;      # added in 1.4
+  load @4 :Float32;      # added in 1.5
 }
 
-struct DrainNotice {     # added in 1.4
+struct DrainNotice {     # added in 1.5
   node @0 :UInt32;
 }
 
@@ -217,6 +217,19 @@ struct StateReport {
   tensors @1 :List(TensorDigest);
 }
 
+struct StateCopy {
+  generation @0 :UInt64;
+  step @1 :UInt64;
+  request @2 :UInt64;
+}
+
+struct StateCopied {
+  request @0 :UInt64;
+  digest @1 :UInt64;
+  bytes @2 :UInt64;
+  error @3 :Text;
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -248,7 +261,9 @@ struct Frame {
     resync @26 :StageDone;     # the owner sends them again
     stateRequest @28 :StateRequest;
     stateReport @29 :StateReport;
-    drain @30 :DrainNotice;  # added in 1.4
+    stateCopy @30 :StateCopy;
+    stateCopied @31 :StateCopied;
+    drain @32 :DrainNotice;  # added in 1.5
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
 }

@@ -112,6 +112,12 @@ inline auto fields(const state_request& x) {
 inline auto fields(const state_report& x) {
   return std::tie(x.request, x.tensors);
 }
+inline auto fields(const state_copy& x) {
+  return std::tie(x.generation, x.step, x.request);
+}
+inline auto fields(const state_copied& x) {
+  return std::tie(x.request, x.digest, x.bytes, x.error);
+}
 
 // Equal kinds and equal fields.
 inline bool same_frame(const frame& a, const frame& b) {
@@ -193,7 +199,9 @@ inline std::vector<frame> every_kind() {
       done(35, 36, 2, resync{}),
       state_request{37},
       state_report{
-          38, {{"layer1.weight", 1024, 0xdeadbeefcafef00dull}, {"stage0#steps", 1, 42}}}};
+          38, {{"layer1.weight", 1024, 0xdeadbeefcafef00dull}, {"stage0#steps", 1, 42}}},
+      state_copy{39, 40, 41},
+      state_copied{42, 0x0123456789abcdefull, 4096, "aborted: node 2 lost"}};
 }
 
 } // namespace bamboo::schema
