@@ -156,6 +156,9 @@ void manager_state::maybe_finish_step() {
   rec.lr = learning_rate(cfg.optim, step_, cfg.steps);
   rec.grad_norm = ledger_.grad_norm();
   rec.work = ledger_.reports();
+  rec.owners = plan_.owner;
+  for (int st = 0; st < plan_.stages; ++st)
+    rec.shadows.push_back(shadow_actor_[st] ? plan_.shadow[st] : -1);
   if (!open_failovers_.empty())
     close_failovers(rec, now);
   else if (degraded())

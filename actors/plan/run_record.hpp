@@ -50,8 +50,11 @@ struct step_record {
   double grad_norm = 0;
   // "" (nothing), "preempted+failover" (a node was preempted and its stage moved),
   // "failover" (lost otherwise: missed heartbeats, a crash), "degraded" (a stage
-  // still has no shadow).
+  // still has no shadow: "degraded: stage 1 unprotected; node 0 runs stages 0 1").
   std::string event;
+  // The plan the step committed under: the node of each stage and of its
+  // shadow (-1: none), for the exactly-once ledger.
+  std::vector<int> owners, shadows;
   std::vector<schema::step_report> work; // each stage's report, by stage
 };
 

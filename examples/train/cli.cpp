@@ -38,6 +38,9 @@ train_options::train_options(CLI::App& app, cli_options& o)
   app.add_option("--threads", c.threads, "intra-op threads per stage")
       ->capture_default_str();
   app.add_option("--metrics", o.metrics, "per-step metrics CSV file");
+  app.add_option("--ledger", o.ledger,
+                 "append each committed step (plan, sample range) to this file, for "
+                 "bamboo-ledger verify");
   app.add_option("--state-digests", o.digests,
                  "write a digest of every final tensor (owners and shadows) to this CSV");
   app.add_option("--layers", m.layers, "transformer blocks")->capture_default_str();

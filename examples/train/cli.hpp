@@ -19,6 +19,7 @@ struct cli_options {
   train_config cfg;
   std::string metrics; // CSV path, empty for none
   std::string digests; // state digests CSV path, empty for none
+  std::string ledger;  // exactly-once ledger path, empty for none
   std::string log_level = "info";
   bool quiet = false;
   bool print_schedule = false;

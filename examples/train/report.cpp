@@ -4,10 +4,14 @@
 #include <iostream>
 
 #include "actors/errors.hpp"
+#include "actors/plan/sample_ledger.hpp"
+#include "model/data.hpp"
 
 namespace bamboo::app {
 
 bool run_report::open(const char* program) {
+  if (!open_ledger(program))
+    return false;
   if (o_.metrics.empty())
     return true;
   metrics_.open(o_.metrics);
@@ -19,8 +23,36 @@ bool run_report::open(const char* program) {
   return true;
 }
 
+// The header names what the verifier needs to recompute the sample order.
+// A new run starts a new ledger (a resumed one will append to its own).
+bool run_report::open_ledger(const char* program) {
+  if (o_.ledger.empty())
+    return true;
+  const auto& cfg = o_.cfg;
+  std::string problem;
+  auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
+  if (!corpus) {
+    std::cerr << program << ": error: " << problem << "\n";
+    return false;
+  }
+  ledger_.open(o_.ledger, std::ios::trunc);
+  if (!ledger_) {
+    std::cerr << program << ": error: cannot write ledger file '" << o_.ledger << "'\n";
+    return false;
+  }
+  ledger_header h{cfg.seed, sample_count(*corpus, cfg.model), cfg.global_batch};
+  ledger_ << format_header(h) << "\n" << std::flush;
+  return true;
+}
+
 void run_report::on_step(const step_record& r) {
   elapsed_ += r.seconds;
+  if (ledger_.is_open()) {
+    const std::int64_t g = o_.cfg.global_batch;
+    ledger_commit c{r.step, r.generation, r.step * g, (r.step + 1) * g, r.owners,
+                    r.shadows};
+    ledger_ << format_commit(c) << "\n" << std::flush; // each line survives a crash
+  }
   if (metrics_.is_open()) {
     char line[256];
     std::snprintf(line, sizeof(line), "%lld,%.17g,%.3f,%llu,%.6g,%.6g,%.6f,%s\n",

@@ -16,7 +16,8 @@ namespace bamboo::app {
 class run_report {
 public:
   explicit run_report(const cli_options& o) : o_(o) {}
-  // Opens the metrics file, if any; prints "<program>: error: ..." on failure.
+  // Opens the metrics file and the ledger, if any; prints "<program>: error:
+  // ..." on failure.
   bool open(const char* program);
   void on_step(const step_record& r);
   void summary(const run_result& r) const;
@@ -26,7 +27,9 @@ public:
 
 private:
   const cli_options& o_;
+  bool open_ledger(const char* program);
   std::ofstream metrics_;
+  std::ofstream ledger_;
   double elapsed_ = 0;
 };
 

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -177,6 +178,18 @@ struct process_run {
     return status;
   }
 };
+
+// A command's exit status and its output (stdout and stderr).
+std::pair<int, std::string> run_command(const std::string& cmd_line) {
+  std::string out;
+  FILE* p = popen((cmd_line + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p))
+    out += buf;
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
+}
 
 bool gone(pid_t pid) { // exited (a zombie until the launcher reaps it) or reaped
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -413,8 +426,11 @@ TEST_CASE("across processes a stage left without a shadow gets one on its new "
   auto cfg = small_gpt(71);
   cfg.steps = 12;
   const auto expected = embedded_reference(cfg);
+  scratch_dir ledger_dir;
+  const auto ledger = ledger_dir.file("ledger.txt");
   process_run run(cfg, "rehome",
-                  {"--preempt", "node=1@step=3", "--preempt", "node=2@step=8"});
+                  {"--preempt", "node=1@step=3", "--preempt", "node=2@step=8", "--ledger",
+                   ledger});
   run.finish();
   const auto log = run.proc.log();
   INFO(log);
@@ -434,4 +450,14 @@ TEST_CASE("across processes a stage left without a shadow gets one on its new "
   CHECK(m.events.at(4) == "degraded: stage 1 unprotected; node 0 runs stages 0 1");
   CHECK(m.events.at(9) ==
         "degraded: stage 1 unprotected; stage 2 unprotected; node 0 runs stages 0 1 2");
+  // The ledger the manager wrote proves every sample used once, and shows the
+  // re-homed shadows: stage 2's on node 0 from step 4, stage 3's from step 9.
+  const auto verdict = run_command(std::string(BAMBOO_LEDGER_BIN) + " verify " + ledger);
+  INFO(verdict.second);
+  CHECK(verdict.first == 0);
+  CHECK(verdict.second.find("12 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(verdict.second.find("steps 4-7, generation 2: stage owners 0 0 2 3, shadows 3 - 0 2") !=
+        std::string::npos);
+  CHECK(verdict.second.find("steps 9-11, generation 3: stage owners 0 0 0 3, shadows 3 - - "
+                            "0") != std::string::npos);
 }

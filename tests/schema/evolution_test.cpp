@@ -59,7 +59,7 @@ TEST_CASE("a body kind added by a newer version is rejected by name", "[schema]"
   capnp::MallocMessageBuilder msg;
   auto root = msg.initRoot<bamboo::wire_next::Frame>();
   root.setMajor(1);
-  root.setMinor(4);
+  root.setMinor(5);
   root.initBody().initDrain().setNode(2);
   auto d = decode(to_bytes(msg));
   CHECK(d.error == codec_errc::unknown_body);
