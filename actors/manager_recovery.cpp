@@ -237,12 +237,12 @@ void manager_state::copy_state(int stage, int node) {
     self_
         ->request(who, std::chrono::seconds(120), copy_atom::value, plan_.generation,
                   step_)
-        .then([this, round, stage, sent](
-                  state_copy& c) { on_copy(round, stage, sent, c); },
-              [this, round, stage](caf::error& err) {
-                if (round == copy_round_)
-                  drop_copy(stage, describe(err));
-              });
+        .then(
+            [this, round, stage, sent](state_copy& c) { on_copy(round, stage, sent, c); },
+            [this, round, stage](caf::error& err) {
+              if (round == copy_round_)
+                drop_copy(stage, describe(err));
+            });
   };
   ask(shadow, false);
   ask(owner_actor_[stage], true);

@@ -84,7 +84,9 @@ struct stage_state {
           spec_.replica = r.executor;
           frc_enabled_ = spec_.cfg.redundancy == redundancy_mode::eager;
         },
-        [this](copy_atom, std::uint64_t gen, std::int64_t k) { return send_state(gen, k); },
+        [this](copy_atom, std::uint64_t gen, std::int64_t k) {
+          return send_state(gen, k);
+        },
     };
   }
 
@@ -129,7 +131,9 @@ struct stage_state {
           return caf::make_error(caf::sec::unexpected_message); // only owners are cloned
         },
         [](const replica_handle&) {}, // FRC is for active stages
-        [this](copy_atom, std::uint64_t gen, std::int64_t k) { return load_state(gen, k); },
+        [this](copy_atom, std::uint64_t gen, std::int64_t k) {
+          return load_state(gen, k);
+        },
     };
   }
 
@@ -181,21 +185,24 @@ private:
   caf::result<state_copy> send_state(std::uint64_t gen, std::int64_t k) {
     auto& ex = *spec_.executor;
     if (ex.updates() != k)
-      return make_error(errc::stage_failed,
-                        "stage " + std::to_string(stage_) + " is not at the boundary of "
-                            "step " + std::to_string(k) + " (" +
-                            std::to_string(ex.updates()) + " updates applied)");
+      return make_error(errc::stage_failed, "stage " + std::to_string(stage_) +
+                                                " is not at the boundary of "
+                                                "step " +
+                                                std::to_string(k) + " (" +
+                                                std::to_string(ex.updates()) +
+                                                " updates applied)");
     gen_ = std::max(gen_, gen);
     prepare_thread();
     std::string error;
     if (!join(stage_, error))
       return make_error(errc::transport_failure, error);
     auto flat = ex.optimizer().flat_state().contiguous();
-    auto st = transport_->send(predecessor(), make_tag(k, 0, tensor_kind::state_copy), flat);
+    auto st =
+        transport_->send(predecessor(), make_tag(k, 0, tensor_kind::state_copy), flat);
     if (!st)
-      return make_error(errc::transport_failure,
-                        "the state of stage " + std::to_string(stage_) +
-                            " was not sent: " + st.detail);
+      return make_error(errc::transport_failure, "the state of stage " +
+                                                     std::to_string(stage_) +
+                                                     " was not sent: " + st.detail);
     logger_->info("stage {}: state sent to its new shadow ({} bytes, generation {})",
                   stage_, flat.numel() * 4, gen_);
     return copy_of(flat);
@@ -213,9 +220,9 @@ private:
     auto flat = at::empty({ex.optimizer().flat_state_size()}, at::kFloat);
     auto st = transport_->recv(stage_, make_tag(k, 0, tensor_kind::state_copy), flat);
     if (!st)
-      return make_error(errc::transport_failure,
-                        "no state for the new shadow of stage " + std::to_string(stage_) +
-                            ": " + st.detail);
+      return make_error(errc::transport_failure, "no state for the new shadow of stage " +
+                                                     std::to_string(stage_) + ": " +
+                                                     st.detail);
     if (!ex.load_state(flat, k))
       return make_error(errc::stage_failed, "the state received for stage " +
                                                 std::to_string(stage_) +

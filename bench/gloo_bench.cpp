@@ -1,6 +1,8 @@
 // Gloo transport throughput for a 16 MiB tensor next to a bare c10d
 // ProcessGroupGloo send/recv of the same tensor (what our wrapper costs) and to
-// a plain TCP socket moving the same bytes (what loopback can do), measured in
+// a plain TCP socket moving the same bytes (what loopback can do), and the
+// re-homing state copy (an AdamW state of the same 16 MiB packed, sent, loaded
+// and digested on both sides, as a new shadow across processes gets it), measured in
 // one run (two ranks in one process over 127.0.0.1, interleaved rounds, the
 // first 3 left out as warm-up, medians with min and max); then the
 // multi-process failover latency against the step time (real processes).
@@ -18,8 +20,10 @@
 #include <cstdio>
 #include <thread>
 
+#include "actors/plan/run_record.hpp"
 #include "bench/bench_util.hpp"
 #include "bench/process_failover.hpp"
+#include "model/optimizer.hpp"
 #include "transport/gloo_transport.hpp"
 
 using namespace bamboo;
@@ -102,7 +106,30 @@ int main() {
   }
   auto x = at::rand({floats});
   auto y = at::empty({floats});
-  std::vector<double> ours, bare, raw;
+  std::vector<double> ours, bare, raw, copy;
+  // Parameters plus both moments: 16 MiB of flat state, as one stage's.
+  optimizer_config oc;
+  adamw src({{"w", at::rand({floats / 3})}}, oc, 10);
+  adamw dst({{"w", at::zeros({floats / 3})}}, oc, 10);
+  auto state_buf = at::empty({src.flat_state_size()});
+  bool copies_agree = true;
+  auto run_copy = [&](int r) {
+    auto t0 = clock_type::now();
+    std::uint64_t loaded = 0;
+    std::thread rx([&] {
+      b->recv(0, 1000 + r, state_buf, std::chrono::seconds(30));
+      dst.load_flat_state(state_buf, 3);
+      auto back = dst.flat_state();
+      loaded = fnv1a(back.data_ptr(), static_cast<std::size_t>(back.numel()) * 4);
+    });
+    auto flat = src.flat_state().contiguous();
+    const auto sent = fnv1a(flat.data_ptr(), static_cast<std::size_t>(flat.numel()) * 4);
+    a->send(1, 1000 + r, flat);
+    rx.join();
+    a->flush(std::chrono::seconds(30));
+    copies_agree = copies_agree && sent == loaded;
+    copy.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  };
   auto [tx, rx_fd] = tcp_pair();
   auto run_raw = [&, tx = tx, rx_fd = rx_fd] {
     auto t0 = clock_type::now();
@@ -129,6 +156,7 @@ int main() {
     bare.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
   };
   for (int r = 0; r < rounds; ++r) { // rotating which goes first: no order bias
+    run_copy(r);
     if (r % 3 == 0) {
       run_ours(r);
       run_bare(r);
@@ -145,7 +173,7 @@ int main() {
   }
   close(tx);
   close(rx_fd);
-  for (auto* v : {&ours, &bare, &raw}) // warm-up: connections, page faults
+  for (auto* v : {&ours, &bare, &raw, &copy}) // warm-up: connections, page faults
     v->erase(v->begin(), v->begin() + 3);
   const double mib = floats * 4 / 1048576.0;
   const double o = median(ours), c = median(bare), w = median(raw);
@@ -162,6 +190,16 @@ int main() {
   std::printf(
       "throughput ratio bamboo / plain TCP:  %.3f  (what Gloo gets of loopback)\n",
       w / o);
+  const double cp = median(copy);
+  const double copy_mib = src.flat_state_size() * 4 / 1048576.0;
+  std::printf("re-homing state copy (%.1f MiB: pack, send, load, digest both sides) %s "
+              "(%.0f MiB/s)%s\n",
+              copy_mib, bench::spread(copy).c_str(), copy_mib / cp,
+              copies_agree ? "" : "  DIGESTS DIFFER");
+  std::printf("throughput ratio state copy / bare c10d send:  %.3f\n",
+              (copy_mib / cp) / (mib / c));
   std::fflush(stdout);
+  if (!copies_agree)
+    return 1;
   return bench::process_failover(BAMBOO_TRAIN_BIN, 5) ? 0 : 1;
 }

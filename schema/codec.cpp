@@ -361,8 +361,7 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   }
   case wire::Frame::Body::STATE_COPIED: {
     auto r = b.getStateCopied();
-    return state_copied{r.getRequest(), r.getDigest(), r.getBytes(),
-                        r.getError().cStr()};
+    return state_copied{r.getRequest(), r.getDigest(), r.getBytes(), r.getError().cStr()};
   }
   case wire::Frame::Body::RESUME: {
     auto r = b.getResume();

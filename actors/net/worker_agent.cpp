@@ -262,10 +262,10 @@ private:
     if (!a)
       a = add_replica(schema::added_replica_stage(target_));
     if (!a) {
-      self_->send(proxy, to_wire(schema::state_copied{
-                             c.request, 0, 0,
-                             "node " + std::to_string(node_) +
-                                 " has no actor for this state copy"}));
+      self_->send(proxy,
+                  to_wire(schema::state_copied{c.request, 0, 0,
+                                               "node " + std::to_string(node_) +
+                                                   " has no actor for this state copy"}));
       return;
     }
     self_
@@ -273,7 +273,8 @@ private:
                   static_cast<std::int64_t>(c.step))
         .then(
             [this, proxy, id = c.request](state_copy& r) {
-              self_->send(proxy, to_wire(schema::state_copied{id, r.digest, r.bytes, ""}));
+              self_->send(proxy,
+                          to_wire(schema::state_copied{id, r.digest, r.bytes, ""}));
             },
             [this, proxy, id = c.request](caf::error& err) {
               self_->send(proxy, to_wire(schema::state_copied{id, 0, 0, describe(err)}));
@@ -288,9 +289,8 @@ private:
     stage_actor_spec sh;
     sh.cfg = cfg_;
     sh.node = node_;
-    sh.executor = std::make_shared<stage_executor>(cfg_, stage,
-                                                   parts_.at(static_cast<std::size_t>(stage)),
-                                                   corpus_);
+    sh.executor = std::make_shared<stage_executor>(
+        cfg_, stage, parts_.at(static_cast<std::size_t>(stage)), corpus_);
     sh.transports = registry_;
     sh.sync = shadow_sync::transport;
     sh.group = group_;

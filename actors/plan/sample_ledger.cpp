@@ -175,7 +175,8 @@ ledger_verdict verify_ledger(const ledger_file& f,
     const auto& c = std::get<ledger_commit>(e);
     const auto k = c.step;
     if (standing.count(k))
-      problem("step " + std::to_string(k) + " committed twice without a rollback: its "
+      problem("step " + std::to_string(k) +
+              " committed twice without a rollback: its "
               "samples would count twice");
     else if (k != next)
       problem("step " + std::to_string(k) + " committed after step " +
@@ -206,11 +207,10 @@ ledger_verdict verify_ledger(const ledger_file& f,
                 std::to_string(epoch) + " (step " + std::to_string(k) + ")");
     }
   for (const auto& [epoch, samples] : used)
-    v.epochs.push_back("epoch " + std::to_string(epoch) + ": " +
-                       std::to_string(samples.size()) + " of " + std::to_string(n) +
-                       " samples, each once" +
-                       (static_cast<std::int64_t>(samples.size()) == n ? " (complete)"
-                                                                        : ""));
+    v.epochs.push_back(
+        "epoch " + std::to_string(epoch) + ": " + std::to_string(samples.size()) +
+        " of " + std::to_string(n) + " samples, each once" +
+        (static_cast<std::int64_t>(samples.size()) == n ? " (complete)" : ""));
 
   // The plan history of the standing steps: runs of one generation and plan.
   const ledger_commit* first = nullptr;

@@ -49,8 +49,8 @@ void run_report::on_step(const step_record& r) {
   elapsed_ += r.seconds;
   if (ledger_.is_open()) {
     const std::int64_t g = o_.cfg.global_batch;
-    ledger_commit c{r.step, r.generation, r.step * g, (r.step + 1) * g, r.owners,
-                    r.shadows};
+    ledger_commit c{r.step,           r.generation, r.step * g,
+                    (r.step + 1) * g, r.owners,     r.shadows};
     ledger_ << format_commit(c) << "\n" << std::flush; // each line survives a crash
   }
   if (metrics_.is_open()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "tests/scratch_dir.hpp"
 
@@ -117,6 +118,57 @@ TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {
     ++rows;
   CHECK(rows == 3);
   CHECK(run_train("--help").status == 0);
+}
+
+TEST_CASE("an embedded run's ledger verifies, and bamboo-ledger names a repeated step, "
+          "a missing step and a damaged file",
+          "[examples]") {
+  const scratch_dir dir;
+  const auto ledger = dir.file("ledger.txt");
+  auto r = run_train("--steps 6 --stages 3 --layers 3 --quiet --log-level warn "
+                     "--preempt node=1@step=2 --ledger " +
+                     ledger);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string verify = std::string(BAMBOO_LEDGER_BIN) + " verify ";
+  auto ok = run_command(verify + ledger);
+  INFO(ok.output);
+  CHECK(ok.status == 0);
+  CHECK(ok.output.find("6 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(ok.output.find("steps 0-1, generation 1: stage owners 0 1 2, shadows 2 0 1") !=
+        std::string::npos);
+  CHECK(ok.output.find("exactly once") != std::string::npos);
+
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(ledger);
+    for (std::string l; std::getline(in, l);)
+      lines.push_back(l);
+  }
+  REQUIRE(lines.size() == 7);
+  auto write = [&](const std::string& name, std::vector<std::string> ls) {
+    const auto path = dir.file(name);
+    std::ofstream out(path);
+    for (const auto& l : ls)
+      out << l << "\n";
+    return path;
+  };
+  auto repeated = lines;
+  repeated.push_back(lines[3]); // step 2 again, no rollback
+  auto twice = run_command(verify + write("twice.txt", repeated));
+  CHECK(twice.status == 1);
+  CHECK(twice.output.find("violation: step 2 committed twice") != std::string::npos);
+  auto missing = lines;
+  missing.erase(missing.begin() + 4); // step 3
+  auto gap = run_command(verify + write("gap.txt", missing));
+  CHECK(gap.status == 1);
+  CHECK(gap.output.find("step 4 committed after step 2") != std::string::npos);
+  auto damaged = lines;
+  damaged[2] = "commit,1,1,8";
+  auto bad = run_command(verify + write("bad.txt", damaged));
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("line 3: a malformed commit") != std::string::npos);
+  CHECK(run_command(verify + dir.file("absent.txt")).status == 2);
 }
 
 namespace {

@@ -428,19 +428,20 @@ TEST_CASE("across processes a stage left without a shadow gets one on its new "
   const auto expected = embedded_reference(cfg);
   scratch_dir ledger_dir;
   const auto ledger = ledger_dir.file("ledger.txt");
-  process_run run(cfg, "rehome",
-                  {"--preempt", "node=1@step=3", "--preempt", "node=2@step=8", "--ledger",
-                   ledger});
+  process_run run(
+      cfg, "rehome",
+      {"--preempt", "node=1@step=3", "--preempt", "node=2@step=8", "--ledger", ledger});
   run.finish();
   const auto log = run.proc.log();
   INFO(log);
   CHECK(log.find("2 preemptions survived") != std::string::npos);
   // Stage 2's shadow died with node 1: node 0 (now running stage 1) gets one,
   // checked by digest, and it takes stage 2 over when node 2 dies.
-  CHECK_FALSE(run.proc
-                  .wait_for(R"(stage 2 has a shadow again, on node 0: \d+ bytes of state )"
-                            R"(copied, digest [0-9a-f]{16} on both sides)")
-                  .empty());
+  CHECK_FALSE(
+      run.proc
+          .wait_for(R"(stage 2 has a shadow again, on node 0: \d+ bytes of state )"
+                    R"(copied, digest [0-9a-f]{16} on both sides)")
+          .empty());
   CHECK(log.find("stage 3 has a shadow again, on node 0") != std::string::npos);
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
@@ -456,8 +457,10 @@ TEST_CASE("across processes a stage left without a shadow gets one on its new "
   INFO(verdict.second);
   CHECK(verdict.first == 0);
   CHECK(verdict.second.find("12 steps stand, 0 rolled back") != std::string::npos);
-  CHECK(verdict.second.find("steps 4-7, generation 2: stage owners 0 0 2 3, shadows 3 - 0 2") !=
+  CHECK(verdict.second.find(
+            "steps 4-7, generation 2: stage owners 0 0 2 3, shadows 3 - 0 2") !=
         std::string::npos);
-  CHECK(verdict.second.find("steps 9-11, generation 3: stage owners 0 0 0 3, shadows 3 - - "
-                            "0") != std::string::npos);
+  CHECK(
+      verdict.second.find("steps 9-11, generation 3: stage owners 0 0 0 3, shadows 3 - - "
+                          "0") != std::string::npos);
 }

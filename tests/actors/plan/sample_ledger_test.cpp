@@ -10,7 +10,9 @@ namespace {
 
 // An order of 10 samples per epoch: position p holds sample (3p + 1) mod 10 of
 // its epoch (a permutation, since 3 and 10 are coprime).
-std::int64_t order(std::int64_t p) { return (3 * (p % 10) + 1) % 10; }
+std::int64_t order(std::int64_t p) {
+  return (3 * (p % 10) + 1) % 10;
+}
 
 std::string ledger(const std::vector<std::string>& lines) {
   std::string out = format_header({7, 10, 4}) + "\n";
@@ -37,7 +39,8 @@ ledger_verdict verify(const std::string& text) {
 TEST_CASE("a ledger's lines read back as they were written", "[actors][plan]") {
   ledger_commit c{3, 2, 12, 16, {0, 0, 2}, {2, -1, 0}};
   CHECK(format_commit(c) == "commit,3,2,12,16,0 0 2,2 - 0");
-  std::istringstream in(ledger({format_commit(c), format_rollback({1, "nodes 1, 2 lost"})}));
+  std::istringstream in(
+      ledger({format_commit(c), format_rollback({1, "nodes 1, 2 lost"})}));
   std::string error;
   auto f = parse_ledger(in, error);
   REQUIRE(f);
@@ -71,9 +74,8 @@ TEST_CASE("consecutive steps over two epochs verify as exactly once, with their 
 TEST_CASE("rolled-back steps done again count once, and a repeat without a rollback "
           "is a violation",
           "[actors][plan]") {
-  auto v = verify(
-      ledger({commit(0), commit(1), commit(2), format_rollback({1, "fallback"}),
-              commit(1, 3), commit(2, 3)}));
+  auto v = verify(ledger({commit(0), commit(1), commit(2),
+                          format_rollback({1, "fallback"}), commit(1, 3), commit(2, 3)}));
   CHECK(v.ok());
   CHECK(v.committed == 3);
   CHECK(v.rolled_back == 2);
@@ -105,5 +107,6 @@ TEST_CASE("a malformed or foreign ledger is refused with its line number",
   refused(ledger({"commit,0,1,0,4,0 1"}), "line 2: a malformed commit");
   refused(ledger({"commit,x,1,0,4,0 1,1 0"}), "line 2: a malformed commit");
   refused(ledger({"retire,3"}), "line 2: an unknown entry 'retire'");
-  refused(ledger({commit(0), format_header({8, 10, 4})}), "line 3: a header of another run");
+  refused(ledger({commit(0), format_header({8, 10, 4})}),
+          "line 3: a header of another run");
 }
