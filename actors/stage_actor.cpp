@@ -30,7 +30,7 @@ std::vector<int> to_vector(const std::set<int>& s) {
 state_copy copy_of(const at::Tensor& flat) {
   auto c = flat.contiguous();
   const auto bytes = static_cast<std::size_t>(c.numel()) * c.element_size();
-  return {fnv1a(c.data_ptr(), bytes), bytes};
+  return {fnv1a_words(c.data_ptr(), bytes), bytes};
 }
 
 struct stage_state {

@@ -120,10 +120,11 @@ int main() {
       b->recv(0, 1000 + r, state_buf, std::chrono::seconds(30));
       dst.load_flat_state(state_buf, 3);
       auto back = dst.flat_state();
-      loaded = fnv1a(back.data_ptr(), static_cast<std::size_t>(back.numel()) * 4);
+      loaded = fnv1a_words(back.data_ptr(), static_cast<std::size_t>(back.numel()) * 4);
     });
     auto flat = src.flat_state().contiguous();
-    const auto sent = fnv1a(flat.data_ptr(), static_cast<std::size_t>(flat.numel()) * 4);
+    const auto sent =
+        fnv1a_words(flat.data_ptr(), static_cast<std::size_t>(flat.numel()) * 4);
     a->send(1, 1000 + r, flat);
     rx.join();
     a->flush(std::chrono::seconds(30));

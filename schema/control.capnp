@@ -223,7 +223,7 @@ struct StateCopy {
 
 struct StateCopied {
   request @0 :UInt64;
-  digest @1 :UInt64;   # FNV-1a 64 of the flat state, as sent or as loaded
+  digest @1 :UInt64;   # FNV-1a 64 (8-byte words) of the flat state, as sent or loaded
   bytes @2 :UInt64;
   error @3 :Text;      # empty when the state was copied
 }

@@ -36,6 +36,23 @@ std::uint64_t fnv1a(const void* data, std::size_t size) {
   return h;
 }
 
+std::uint64_t fnv1a_words(const void* data, std::size_t size) {
+  std::uint64_t h = 14695981039346656037ull;
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  std::size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, bytes + i, 8);
+    h ^= w;
+    h *= 1099511628211ull;
+  }
+  for (; i < size; ++i) {
+    h ^= bytes[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 schema::tensor_digest digest_of(const param_blob& b) {
   return {b.name, b.values.size(), fnv1a(b.values.data(), 4 * b.values.size())};
 }

@@ -38,6 +38,9 @@ struct param_blob {
 schema::tensor_digest digest_of(const param_blob& b);
 // FNV-1a 64 of `size` bytes.
 std::uint64_t fnv1a(const void* data, std::size_t size);
+// FNV-1a 64 taking 8-byte words (then the tail bytes): about 8x faster, for
+// checking large copies (a re-homed shadow's state), not for --state-digests.
+std::uint64_t fnv1a_words(const void* data, std::size_t size);
 std::vector<schema::tensor_digest> digests_of(const std::vector<param_blob>& blobs);
 
 struct step_record {

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "actors/plan/run_record.hpp"
 #include "model/optimizer.hpp"
 
 using namespace bamboo;
@@ -98,4 +99,16 @@ TEST_CASE("an optimizer loaded from another's flat state takes the same next ste
   CHECK(torch::equal(a, a2));
   CHECK(torch::equal(b, b2));
   CHECK(torch::equal(src.flat_state(), dst.flat_state()));
+  // The digest a re-homing copy is checked by sees any flipped bit, tail included.
+  auto bytes = src.flat_state().contiguous();
+  const auto n = static_cast<std::size_t>(bytes.numel()) * 4;
+  const auto before = fnv1a_words(bytes.data_ptr(), n);
+  for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+    auto* p = static_cast<unsigned char*>(bytes.data_ptr()) + at;
+    *p ^= 1;
+    CHECK(fnv1a_words(bytes.data_ptr(), n) != before);
+    CHECK(fnv1a_words(bytes.data_ptr(), n - 3) != fnv1a_words(bytes.data_ptr(), n));
+    *p ^= 1;
+  }
+  CHECK(fnv1a_words(bytes.data_ptr(), n) == before);
 }
