@@ -1,0 +1,49 @@
+// safetensors files, written and read by hand (the format is small): an 8-byte
+// little-endian header length N, N bytes of JSON header
+//   {"__metadata__": {"key": "value", ...},
+//    "layers.3.attn.qkv.weight": {"dtype": "F32", "shape": [192, 64],
+//                                 "data_offsets": [BEGIN, END]}, ...}
+// (padded with spaces to a multiple of 8), then the tensors' raw little-endian
+// bytes, offsets relative to the end of the header. The checkpoint stores each
+// layer's parameters and optimizer moments this way, named by global layer path,
+// so that any pipeline depth can load them. No LibTorch here: plain floats.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bamboo {
+
+struct tensor_record {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> data; // row-major, prod(shape) values
+};
+
+struct safetensors_file {
+  std::map<std::string, std::string> metadata;
+  std::vector<tensor_record> tensors; // in file order
+};
+
+// The file's bytes: header and data.
+std::vector<std::uint8_t> encode_safetensors(const safetensors_file& f);
+// Parses and checks the bytes: header length within the file, a well-formed
+// header, dtype F32, each tensor's offsets inside the data and matching its
+// shape, no two tensors overlapping. nullopt and `error` (one line) otherwise.
+std::optional<safetensors_file> decode_safetensors(const std::vector<std::uint8_t>& bytes,
+                                                   std::string& error);
+
+// Atomically: a temporary file beside `path`, fsync, rename, fsync of the
+// directory; on failure (a full disk, say) the temporary file is removed and a
+// file already at `path` is untouched.
+bool write_file_atomically(const std::string& path,
+                           const std::vector<std::uint8_t>& bytes, std::string& error);
+bool write_safetensors(const std::string& path, const safetensors_file& f,
+                       std::string& error);
+std::optional<safetensors_file> read_safetensors(const std::string& path,
+                                                 std::string& error);
+
+} // namespace bamboo

@@ -1,0 +1,32 @@
+"""Reads a safetensors file from the format's description alone (8-byte
+little-endian header length, JSON header, raw little-endian data) with numpy,
+and prints what it found: one line per tensor, `name shape count first last sum`
+(values as exact Python floats), then one line per metadata entry. Run with
+Debian's /usr/bin/python3 (python3-numpy)."""
+import json
+import struct
+import sys
+
+import numpy as np
+
+
+def main(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n].decode("ascii"))
+    data = raw[8 + n :]
+    meta = header.pop("__metadata__", {})
+    for name, t in header.items():
+        assert t["dtype"] == "F32", t
+        begin, end = t["data_offsets"]
+        a = np.frombuffer(data[begin:end], dtype="<f4").reshape(t["shape"])
+        flat = a.reshape(-1).astype(np.float64)
+        shape = "x".join(str(d) for d in t["shape"])
+        print(f"{name} {shape} {a.size} {flat[0]!r} {flat[-1]!r} {flat.sum()!r}")
+    for k, v in sorted(meta.items()):
+        print(f"meta {k}={v}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

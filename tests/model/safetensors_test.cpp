@@ -1,0 +1,137 @@
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "model/safetensors.hpp"
+#include "tests/scratch_dir.hpp"
+
+using namespace bamboo;
+using bamboo::test::scratch_dir;
+
+namespace {
+
+// Values a float holds exactly, whose sums are exact too.
+safetensors_file sample_file() {
+  safetensors_file f;
+  f.metadata["step"] = "6";
+  f.metadata["model"] = "gpt \"tiny\"";
+  tensor_record w{"layers.3.attn.qkv.weight", {2, 3}, {}};
+  for (int i = 0; i < 6; ++i)
+    w.data.push_back(0.5f * static_cast<float>(i) - 1.0f);
+  tensor_record m{"layers.3.attn.qkv.weight#exp_avg", {6}, {0.25f, 0, 0, 0, 0, -0.125f}};
+  tensor_record b{"layers.3.attn.qkv.bias", {3}, {7, 8, 9}};
+  f.tensors = {w, m, b};
+  return f;
+}
+
+std::vector<std::uint8_t> bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+} // namespace
+
+TEST_CASE("a safetensors file reads back with every tensor, shape, value and "
+          "metadata entry",
+          "[model]") {
+  const scratch_dir dir;
+  const auto path = dir.file("s.safetensors");
+  std::string error;
+  REQUIRE(write_safetensors(path, sample_file(), error));
+  auto bytes = bytes_of(path);
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<std::uint64_t>(bytes[i]) << (8 * i);
+  CHECK(n % 8 == 0); // the data starts aligned
+  CHECK(bytes.size() == 8 + n + 4 * (6 + 6 + 3));
+  auto back = read_safetensors(path, error);
+  INFO(error);
+  REQUIRE(back);
+  CHECK(back->metadata == sample_file().metadata);
+  REQUIRE(back->tensors.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(back->tensors[i].name == sample_file().tensors[i].name);
+    CHECK(back->tensors[i].shape == sample_file().tensors[i].shape);
+    CHECK(back->tensors[i].data == sample_file().tensors[i].data);
+  }
+}
+
+TEST_CASE("a Python reader that knows only the format finds the tensors and values "
+          "the C++ side wrote",
+          "[model]") {
+  const scratch_dir dir;
+  const auto path = dir.file("py.safetensors");
+  std::string error;
+  REQUIRE(write_safetensors(path, sample_file(), error));
+  const std::string cmd = std::string("/usr/bin/python3 ") + BAMBOO_SOURCE_DIR +
+                          "/tests/model/read_safetensors.py " + path + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p))
+    out += buf;
+  const int st = pclose(p);
+  INFO(out);
+  REQUIRE(WIFEXITED(st));
+  REQUIRE(WEXITSTATUS(st) == 0);
+  CHECK(out == "layers.3.attn.qkv.weight 2x3 6 -1.0 1.5 1.5\n"
+               "layers.3.attn.qkv.weight#exp_avg 6 6 0.25 -0.125 0.125\n"
+               "layers.3.attn.qkv.bias 3 3 7.0 9.0 24.0\n"
+               "meta model=gpt \"tiny\"\n"
+               "meta step=6\n");
+}
+
+TEST_CASE("truncated, corrupted and inconsistent safetensors files are refused in "
+          "one line",
+          "[model]") {
+  auto good = encode_safetensors(sample_file());
+  std::string error;
+  auto refused = [&](std::vector<std::uint8_t> b, const std::string& needle) {
+    error.clear();
+    CHECK_FALSE(decode_safetensors(b, error));
+    INFO(error);
+    CHECK(error.find(needle) != std::string::npos);
+    CHECK(error.find('\n') == std::string::npos);
+  };
+  refused({1, 2, 3}, "truncated");
+  refused(std::vector<std::uint8_t>(good.begin(), good.end() - 4), "outside the");
+  auto huge = good;
+  huge[5] = 0x7f;
+  refused(huge, "the header is said to be");
+  auto garbled = good;
+  garbled[8] = 'x'; // the header's opening brace
+  refused(garbled, "header JSON");
+  auto text = std::string(good.begin(), good.end());
+  auto replace = [&](const std::string& from, const std::string& to) {
+    auto s = text;
+    s.replace(s.find(from), from.size(), to);
+    return std::vector<std::uint8_t>(s.begin(), s.end());
+  };
+  refused(replace("\"F32\"", "\"F16\""), "only F32");
+  refused(replace("\"shape\":[3]", "\"shape\":[4]"), "bytes for 4 floats");
+  refused(replace("\"data_offsets\":[48,60]", "\"data_offsets\":[44,56]"),
+          "overlaps another tensor");
+}
+
+TEST_CASE("a failed write leaves the previous file whole and no temporary behind",
+          "[model]") {
+  const scratch_dir dir;
+  const auto path = dir.file("keep.safetensors");
+  std::string error;
+  REQUIRE(write_safetensors(path, sample_file(), error));
+  const auto before = bytes_of(path);
+  // A directory where the temporary file would go: its creation fails.
+  REQUIRE(std::system(("mkdir -p " + path + ".tmp").c_str()) == 0);
+  CHECK_FALSE(write_safetensors(path, safetensors_file{}, error));
+  CHECK(error.find("cannot create") != std::string::npos);
+  CHECK(bytes_of(path) == before);
+  REQUIRE(std::system(("rmdir " + path + ".tmp").c_str()) == 0);
+  CHECK_FALSE(
+      write_safetensors(dir.file("no/such/dir/x.safetensors"), sample_file(), error));
+  CHECK(bytes_of(path) == before);
+}
