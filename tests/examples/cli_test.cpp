@@ -10,29 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/run_command.hpp"
 #include "tests/scratch_dir.hpp"
 
 namespace {
 
+using bamboo::test::outcome;
+using bamboo::test::run_command;
 using bamboo::test::scratch_dir;
-
-struct outcome {
-  int status = -1;
-  std::string output;
-};
-
-outcome run_command(const std::string& cmd_line) {
-  std::string cmd = cmd_line + " 2>&1";
-  outcome out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::array<char, 512> buf{};
-  while (fgets(buf.data(), buf.size(), p))
-    out.output += buf.data();
-  int st = pclose(p);
-  out.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return out;
-}
 
 outcome run_train(const std::string& args) {
   return run_command(std::string(BAMBOO_TRAIN_BIN) + " " + args);

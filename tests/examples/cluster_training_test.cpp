@@ -9,12 +9,12 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "tests/examples/child_process.hpp"
+#include "tests/run_command.hpp"
 #include "transport/gloo_transport.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -178,18 +178,6 @@ struct process_run {
     return status;
   }
 };
-
-// A command's exit status and its output (stdout and stderr).
-std::pair<int, std::string> run_command(const std::string& cmd_line) {
-  std::string out;
-  FILE* p = popen((cmd_line + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p))
-    out += buf;
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), out};
-}
 
 bool gone(pid_t pid) { // exited (a zombie until the launcher reaps it) or reaped
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -454,13 +442,13 @@ TEST_CASE("across processes a stage left without a shadow gets one on its new "
   // The ledger the manager wrote proves every sample used once, and shows the
   // re-homed shadows: stage 2's on node 0 from step 4, stage 3's from step 9.
   const auto verdict = run_command(std::string(BAMBOO_LEDGER_BIN) + " verify " + ledger);
-  INFO(verdict.second);
-  CHECK(verdict.first == 0);
-  CHECK(verdict.second.find("12 steps stand, 0 rolled back") != std::string::npos);
-  CHECK(verdict.second.find(
+  INFO(verdict.output);
+  CHECK(verdict.status == 0);
+  CHECK(verdict.output.find("12 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(verdict.output.find(
             "steps 4-7, generation 2: stage owners 0 0 2 3, shadows 3 - 0 2") !=
         std::string::npos);
   CHECK(
-      verdict.second.find("steps 9-11, generation 3: stage owners 0 0 0 3, shadows 3 - - "
+      verdict.output.find("steps 9-11, generation 3: stage owners 0 0 0 3, shadows 3 - - "
                           "0") != std::string::npos);
 }

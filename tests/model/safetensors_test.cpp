@@ -1,12 +1,10 @@
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <fstream>
 #include <iterator>
 
 #include "model/safetensors.hpp"
+#include "tests/run_command.hpp"
 #include "tests/scratch_dir.hpp"
 
 using namespace bamboo;
@@ -67,23 +65,16 @@ TEST_CASE("a Python reader that knows only the format finds the tensors and valu
   const auto path = dir.file("py.safetensors");
   std::string error;
   REQUIRE(write_safetensors(path, sample_file(), error));
-  const std::string cmd = std::string("/usr/bin/python3 ") + BAMBOO_SOURCE_DIR +
-                          "/tests/model/read_safetensors.py " + path + " 2>&1";
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p))
-    out += buf;
-  const int st = pclose(p);
-  INFO(out);
-  REQUIRE(WIFEXITED(st));
-  REQUIRE(WEXITSTATUS(st) == 0);
-  CHECK(out == "layers.3.attn.qkv.weight 2x3 6 -1.0 1.5 1.5\n"
-               "layers.3.attn.qkv.weight#exp_avg 6 6 0.25 -0.125 0.125\n"
-               "layers.3.attn.qkv.bias 3 3 7.0 9.0 24.0\n"
-               "meta model=gpt \"tiny\"\n"
-               "meta step=6\n");
+  auto r =
+      bamboo::test::run_command(std::string("/usr/bin/python3 ") + BAMBOO_SOURCE_DIR +
+                                "/tests/model/read_safetensors.py " + path);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output == "layers.3.attn.qkv.weight 2x3 6 -1.0 1.5 1.5\n"
+                    "layers.3.attn.qkv.weight#exp_avg 6 6 0.25 -0.125 0.125\n"
+                    "layers.3.attn.qkv.bias 3 3 7.0 9.0 24.0\n"
+                    "meta model=gpt \"tiny\"\n"
+                    "meta step=6\n");
 }
 
 TEST_CASE("truncated, corrupted and inconsistent safetensors files are refused in "
