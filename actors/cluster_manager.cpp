@@ -12,6 +12,7 @@ void manager_state::init(manager_spec spec) {
   spec_ = std::move(spec);
   logger_ = log::get("bamboo.manager");
   plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
+  step_ = spec_.first_step;
   self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
 }
 

@@ -19,6 +19,7 @@
 namespace bamboo {
 
 class preemption_injector;
+class checkpoint_writer;
 
 struct manager_spec {
   train_config cfg;
@@ -30,6 +31,10 @@ struct manager_spec {
   bool collect_digests = false;    // their digests (works across processes too)
   std::function<void(const step_record&)> on_step; // called on the manager's thread
   std::shared_ptr<run_result> result;
+  std::int64_t first_step = 0; // a resumed run starts at its checkpoint's step
+  // Every `checkpoint_every` steps the owners' state goes to this writer (null: none).
+  std::shared_ptr<checkpoint_writer> checkpoints;
+  int checkpoint_every = 0;
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error

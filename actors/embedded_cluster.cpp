@@ -6,9 +6,12 @@
 #include "actors/errors.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/system.hpp"
+#include "log/log.hpp"
+#include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "model/schedule.hpp"
+#include "model/stage_executor.hpp"
 
 namespace bamboo {
 
@@ -49,6 +52,42 @@ private:
   node_resources r_;
 };
 
+// The checkpoint a resumed run starts from: the newest complete one (damaged
+// ones are skipped with a message), of this configuration, with every tensor
+// each stage of this run's partition needs.
+caf::expected<std::shared_ptr<const checkpoint>>
+resume_point(const train_config& cfg, const run_options& opts,
+             const std::shared_ptr<const token_corpus>& corpus) {
+  auto logger = log::get("bamboo.checkpoint");
+  std::vector<std::string> skipped;
+  std::string error;
+  auto c = load_latest_checkpoint(opts.checkpoint_dir, skipped, error);
+  for (const auto& s : skipped)
+    logger->warn("{}", s);
+  if (!c)
+    return make_error(errc::invalid_data, "--resume: " + error);
+  if (c->config != checkpoint_config(cfg))
+    return make_error(errc::invalid_config,
+                      "--resume: the checkpoint of step " + std::to_string(c->step) +
+                          " is of another configuration (" + c->config +
+                          "; this run: " + checkpoint_config(cfg) + ")");
+  if (c->step >= cfg.steps)
+    return make_error(errc::invalid_config,
+                      "--resume: the checkpoint is of step " + std::to_string(c->step) +
+                          ", and --steps " + std::to_string(cfg.steps) +
+                          " leaves nothing to run");
+  const auto parts = partition(layer_costs(cfg.model), cfg.stages);
+  for (int s = 0; s < cfg.stages; ++s) {
+    auto problem = stage_executor(cfg, s, parts[s], corpus).load_checkpoint(*c);
+    if (!problem.empty())
+      return make_error(errc::invalid_data,
+                        "--resume: stage " + std::to_string(s) + ": " + problem);
+  }
+  logger->info("resuming at step {} from {} ({} tensors)", c->step, opts.checkpoint_dir,
+               c->tensors.size());
+  return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
+}
+
 } // namespace
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
@@ -67,6 +106,24 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   if (!corpus)
     return make_error(errc::invalid_data, problem);
 
+  if ((opts.checkpoint_every > 0 || opts.resume) && opts.checkpoint_dir.empty())
+    return make_error(errc::invalid_config,
+                      "--checkpoint-every and --resume need --checkpoint-dir");
+  if (opts.checkpoint_every < 0 || opts.checkpoint_keep < 0)
+    return make_error(errc::invalid_config,
+                      "--checkpoint-every and --keep must not be negative");
+  std::shared_ptr<const checkpoint> resume;
+  if (opts.resume) {
+    auto r = resume_point(cfg, opts, corpus);
+    if (!r)
+      return r.error();
+    resume = *r;
+  }
+  std::shared_ptr<checkpoint_writer> writer;
+  if (opts.checkpoint_every > 0)
+    writer =
+        std::make_shared<checkpoint_writer>(opts.checkpoint_dir, opts.checkpoint_keep);
+
   caf::actor_system_config sys_cfg;
   configure(sys_cfg);
   caf::actor_system sys{sys_cfg};
@@ -75,6 +132,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   res.cfg = cfg;
   res.corpus = corpus;
   res.heartbeat_period = opts.heartbeats.period;
+  res.resume = resume;
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
       make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
@@ -99,6 +157,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   spec.collect_digests = opts.collect_digests;
   spec.on_step = opts.on_step;
   spec.result = std::make_shared<run_result>();
+  spec.first_step = resume ? resume->step : 0;
+  spec.checkpoints = writer;
+  spec.checkpoint_every = opts.checkpoint_every;
   auto manager = spawn_manager(sys, spec);
 
   caf::error failure;
@@ -107,6 +168,10 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     self->request(manager, caf::infinite, train_atom::value)
         .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
   }
+  // The last checkpoints are on disk before the run says it is done.
+  if (writer)
+    for (const auto& f : writer->finish())
+      log::get("bamboo.checkpoint")->error("checkpoint failed: {}", f);
   if (failure)
     return failure;
   return std::move(*spec.result);

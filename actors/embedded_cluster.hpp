@@ -24,6 +24,13 @@ struct run_options {
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
   heartbeat_policy heartbeats;
   transport_kind transport = transport_kind::local; // gloo: real sockets on 127.0.0.1
+  // Checkpoints: every `checkpoint_every` steps into checkpoint_dir (keeping the
+  // newest `checkpoint_keep`, 0 for all); `resume` starts from the newest
+  // complete one there, on any number of stages.
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  int checkpoint_keep = 0;
+  bool resume = false;
 };
 
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.

@@ -61,6 +61,7 @@ private:
   void maybe_resync(int stage);
   bool hand_off();
   void maybe_finish_step();
+  void snapshot();
   void close_failovers(step_record& rec, clock_type::time_point now);
   bool degraded() const;
   std::string unprotected() const;

@@ -2,10 +2,12 @@
 // noticed nodes at a step boundary.
 #include <algorithm>
 
+#include "actors/errors.hpp"
 #include "actors/manager_state.hpp"
 #include "actors/plan/failover_report.hpp"
 #include "actors/plan/preemption.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint.hpp"
 #include "model/optimizer.hpp"
 
 namespace bamboo {
@@ -167,10 +169,46 @@ void manager_state::maybe_finish_step() {
   logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
   if (spec_.on_step)
     spec_.on_step(rec);
-  if (++step_ >= cfg.steps)
+  if (++step_ >= cfg.steps) {
     finish();
-  else
-    begin_step();
+    return;
+  }
+  if (spec_.checkpoints && spec_.checkpoint_every > 0 &&
+      step_ % spec_.checkpoint_every == 0)
+    snapshot();
+  begin_step();
+}
+
+// A checkpoint of the boundary before step_: each owner copies its state when
+// asked, before the next run_step (one mailbox), and the writer's thread
+// writes it while training goes on.
+void manager_state::snapshot() {
+  struct gathering {
+    checkpoint c;
+    std::size_t left = 0;
+    bool failed = false;
+  };
+  auto g = std::make_shared<gathering>();
+  g->c.step = step_;
+  g->c.config = checkpoint_config(spec_.cfg);
+  const auto owners = distinct_owners();
+  g->left = owners.size();
+  for (const auto& a : owners)
+    self_->request(a, std::chrono::seconds(60), params_atom::value)
+        .then(
+            [this, g](std::vector<param_blob>& blobs) {
+              for (auto& b : blobs)
+                if (b.name.find("#steps") ==
+                    std::string::npos) // the step is the manifest's
+                  g->c.tensors[b.name] = std::move(b.values);
+              if (--g->left == 0 && !g->failed)
+                spec_.checkpoints->submit(std::move(g->c));
+            },
+            [this, g](caf::error& err) {
+              if (!g->failed)
+                logger_->warn("no checkpoint of step {}: {}", g->c.step, describe(err));
+              g->failed = true;
+            });
 }
 
 // The failovers of the step just completed: their latency and recomputed work.

@@ -4,6 +4,7 @@
 
 #include "actors/failure_detector.hpp"
 #include "actors/stage_actor.hpp"
+#include "model/checkpoint.hpp"
 #include "model/stage_executor.hpp"
 
 namespace bamboo {
@@ -39,6 +40,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
     // The replica starts from the same (seeded) initial weights as its owner.
     auto replica =
         std::make_shared<stage_executor>(r.cfg, a.shadow_stage, a.shadow_range, r.corpus);
+    if (r.resume)
+      replica->load_checkpoint(*r.resume);
     stage_actor_spec sh = st;
     sh.executor = replica;
     h.shadow = spawn_shadow_actor(supervisor, std::move(sh));
@@ -48,6 +51,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
       st.replica = replica;
   }
   st.executor = std::make_shared<stage_executor>(r.cfg, a.stage, a.range, r.corpus);
+  if (r.resume)
+    st.executor->load_checkpoint(*r.resume);
   h.stage = spawn_stage_actor(supervisor, std::move(st));
   h.group->add(h.stage);
   if (!r.detector)

@@ -23,6 +23,7 @@ namespace bamboo {
 class token_corpus;
 class transport_registry;
 class preemption_injector;
+struct checkpoint;
 
 // The actors of one node: when the node is preempted they all die at once.
 class node_group {
@@ -66,6 +67,9 @@ struct node_resources {
   // worker process the agent heartbeats for the whole process instead.
   bool detector = true;
   std::chrono::milliseconds heartbeat_period = default_heartbeat_period;
+  // A resumed run: every executor starts from this checkpoint (checked to
+  // hold each stage's tensors before the nodes are spawned).
+  std::shared_ptr<const checkpoint> resume;
 };
 
 struct node_handles {

@@ -129,6 +129,33 @@ long adamw::flat_state_size() const {
   return 3 * n;
 }
 
+std::string adamw::load_named(const std::map<std::string, std::vector<float>>& tensors,
+                              std::int64_t steps) {
+  auto find = [&](const std::string& name,
+                  const at::Tensor& like) -> const std::vector<float>* {
+    auto it = tensors.find(name);
+    if (it == tensors.end() || static_cast<long>(it->second.size()) != like.numel())
+      return nullptr;
+    return &it->second;
+  };
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    for (const char* suffix : {"", "#exp_avg", "#exp_avg_sq"})
+      if (!find(params_[i].name + suffix, params_[i].tensor))
+        return "the checkpoint has no tensor " + params_[i].name + suffix + " of " +
+               std::to_string(params_[i].tensor.numel()) + " values";
+  at::NoGradGuard no_grad;
+  auto load = [&](at::Tensor& dst, const std::vector<float>& src) {
+    dst.copy_(at::from_blob(const_cast<float*>(src.data()), dst.sizes(), at::kFloat));
+  };
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    load(params_[i].tensor, *find(params_[i].name, params_[i].tensor));
+    load(m_[i], *find(params_[i].name + "#exp_avg", m_[i]));
+    load(v_[i], *find(params_[i].name + "#exp_avg_sq", v_[i]));
+  }
+  t_ = steps;
+  return {};
+}
+
 bool adamw::load_flat_state(const at::Tensor& flat, std::int64_t steps) {
   if (flat.dim() != 1 || flat.numel() != flat_state_size())
     return false;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ public:
   long flat_state_size() const;
   // The inverse of flat_state(); false (and nothing changed) on a size mismatch.
   bool load_flat_state(const at::Tensor& flat, std::int64_t steps);
+  // Parameters and moments by name ("name", "name#exp_avg", "name#exp_avg_sq")
+  // from a checkpoint of any pipeline depth; the first tensor missing or of
+  // another size is the error (and nothing is changed).
+  std::string load_named(const std::map<std::string, std::vector<float>>& tensors,
+                         std::int64_t steps);
   const std::vector<named_tensor>& params() const { return params_; }
   const std::vector<at::Tensor>& exp_avg() const { return m_; }
   const std::vector<at::Tensor>& exp_avg_sq() const { return v_; }

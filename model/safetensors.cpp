@@ -376,4 +376,34 @@ std::optional<safetensors_file> read_safetensors(const std::string& path,
   return f;
 }
 
+std::optional<std::map<std::string, std::string>>
+parse_string_object(const std::string& json, std::string& error) {
+  auto root = json_reader(json).document(error);
+  if (!root)
+    return std::nullopt;
+  if (root->kind != json_value::object) {
+    error = "not a JSON object";
+    return std::nullopt;
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : root->members) {
+    if (v.kind != json_value::string) {
+      error = "'" + k + "' is not a string";
+      return std::nullopt;
+    }
+    out[k] = v.text;
+  }
+  return out;
+}
+
+std::string format_string_object(const std::map<std::string, std::string>& values) {
+  std::string out = "{\n";
+  bool first = true;
+  for (const auto& [k, v] : values) {
+    out += (first ? "  " : ",\n  ") + quoted(k) + ": " + quoted(v);
+    first = false;
+  }
+  return out + "\n}\n";
+}
+
 } // namespace bamboo

@@ -46,4 +46,10 @@ bool write_safetensors(const std::string& path, const safetensors_file& f,
 std::optional<safetensors_file> read_safetensors(const std::string& path,
                                                  std::string& error);
 
+// A JSON object of string values (a checkpoint's manifest), read with the same
+// strict reader as safetensors headers; nullopt and `error` otherwise.
+std::optional<std::map<std::string, std::string>>
+parse_string_object(const std::string& json, std::string& error);
+std::string format_string_object(const std::map<std::string, std::string>& values);
+
 } // namespace bamboo

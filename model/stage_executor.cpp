@@ -1,5 +1,7 @@
 #include "model/stage_executor.hpp"
 
+#include "model/checkpoint.hpp"
+
 #include "log/log.hpp"
 
 namespace bamboo {
@@ -135,6 +137,10 @@ std::shared_ptr<stage_executor> stage_executor::clone() const {
   auto copy = std::make_shared<stage_executor>(cfg_, stage_, range_, corpus_);
   copy->opt_->copy_state_from(*opt_);
   return copy;
+}
+
+std::string stage_executor::load_checkpoint(const checkpoint& c) {
+  return opt_->load_named(c.tensors, c.step);
 }
 
 bool stage_executor::load_state(const at::Tensor& flat, std::int64_t steps) {

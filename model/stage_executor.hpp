@@ -45,6 +45,8 @@ struct step_outcome {
 // dies now" (the stage actor asks again, with index == ops.size(), at commit).
 using kill_hook = std::function<bool(std::int64_t k, int index)>;
 
+struct checkpoint;
+
 class stage_executor {
 public:
   stage_executor(const train_config& cfg, int stage, stage_range range,
@@ -85,6 +87,8 @@ public:
   // This stage's exact state from another's adamw::flat_state() at the
   // boundary of step `steps` (a new shadow across processes).
   bool load_state(const at::Tensor& flat, std::int64_t steps);
+  // This stage's layers from a checkpoint (any depth wrote it); "" or the error.
+  std::string load_checkpoint(const checkpoint& c);
 
   // Parameters named by global layer path ("layers.3.attn.qkv.weight").
   const std::vector<named_tensor>& parameters() const { return opt_->params(); }

@@ -90,6 +90,11 @@ int main(int argc, char** argv) {
                  "preempt worker processes with signals\n";
     return 2;
   }
+  if (!o.run.checkpoint_dir.empty()) {
+    std::cerr << "bamboo-manager: error: checkpoints (--checkpoint-dir) are not yet "
+                 "supported across processes\n";
+    return 2;
+  }
   log::set_level(o.log_level);
   auto token = process::token_or_complain("bamboo-manager", token_file);
   if (!token)

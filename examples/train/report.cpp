@@ -24,7 +24,7 @@ bool run_report::open(const char* program) {
 }
 
 // The header names what the verifier needs to recompute the sample order.
-// A new run starts a new ledger (a resumed one will append to its own).
+// A new run starts a new ledger; a resumed one appends to its own.
 bool run_report::open_ledger(const char* program) {
   if (o_.ledger.empty())
     return true;
@@ -35,7 +35,8 @@ bool run_report::open_ledger(const char* program) {
     std::cerr << program << ": error: " << problem << "\n";
     return false;
   }
-  ledger_.open(o_.ledger, std::ios::trunc);
+  // A resumed run goes on with the ledger of the run it resumes.
+  ledger_.open(o_.ledger, o_.run.resume ? std::ios::app : std::ios::trunc);
   if (!ledger_) {
     std::cerr << program << ": error: cannot write ledger file '" << o_.ledger << "'\n";
     return false;

@@ -52,6 +52,14 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--redundancy always", "--redundancy");
   check_rejected("--processes --stages 1", "--stages 2 or more");
   check_rejected("--processes --stages 2 --preempt rate=1", "rate=R is for embedded");
+  check_rejected("--checkpoint-every 2", "need --checkpoint-dir");
+  check_rejected("--resume", "need --checkpoint-dir");
+  check_rejected("--checkpoint-dir " + dir.path() + " --checkpoint-every 0",
+                 "--checkpoint-every");
+  check_rejected("--checkpoint-dir " + dir.path() + " --resume --steps 1",
+                 "no complete checkpoint");
+  check_rejected("--processes --stages 2 --checkpoint-dir " + dir.path(),
+                 "not yet supported with --processes");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",

@@ -1,0 +1,212 @@
+// Checkpoints in embedded mode: a resumed run (on any number of stages)
+// continues with the losses, parameters and moments of a straight run, to
+// the last bit; damaged checkpoints are skipped; bad input is named.
+// LibTorch first: its glog macros would replace Catch's CHECK otherwise.
+#include <ATen/ATen.h>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "actors/embedded_cluster.hpp"
+#include "actors/errors.hpp"
+#include "model/checkpoint.hpp"
+#include "tests/run_command.hpp"
+#include "tests/scratch_dir.hpp"
+
+using namespace bamboo;
+using bamboo::test::scratch_dir;
+
+namespace {
+
+train_config small(model_kind kind, int stages) {
+  train_config c;
+  c.model.kind = kind;
+  c.model.layers = 4;
+  c.model.d_model = 32;
+  c.model.heads = 2;
+  c.model.seq_len = 16;
+  c.model.vocab = 64;
+  c.model.dropout = 0.1; // every draw keyed by (seed, step, micro-batch, layer)
+  c.stages = stages;
+  c.micro_batch = 2;
+  c.global_batch = 8;
+  c.steps = 10;
+  c.seed = 9;
+  c.threads = 1;
+  return c;
+}
+
+run_result train(const train_config& c, run_options o) {
+  o.collect_parameters = true;
+  auto r = run_embedded(c, o);
+  if (!r)
+    FAIL("run failed: " << describe(r.error()));
+  return std::move(*r);
+}
+
+run_options checkpointing(const std::string& dir, int every) {
+  run_options o;
+  o.checkpoint_dir = dir;
+  o.checkpoint_every = every;
+  return o;
+}
+
+run_options resuming(const std::string& dir) {
+  run_options o;
+  o.checkpoint_dir = dir;
+  o.resume = true;
+  return o;
+}
+
+// The resumed run's steps equal the straight run's from `first` on, and so do
+// the final parameters and both moments (step counters are per stage: left out).
+void check_continues(const run_result& straight, const run_result& resumed,
+                     std::int64_t first) {
+  REQUIRE(resumed.steps.size() == straight.steps.size() - first);
+  for (std::size_t i = 0; i < resumed.steps.size(); ++i) {
+    CHECK(resumed.steps[i].step == first + static_cast<std::int64_t>(i));
+    CHECK(resumed.steps[i].loss == straight.steps[first + i].loss);
+  }
+  std::map<std::string, std::vector<float>> a, b;
+  for (const auto& p : straight.parameters)
+    if (p.name.find("#steps") == std::string::npos)
+      a[p.name] = p.values;
+  for (const auto& p : resumed.parameters)
+    if (p.name.find("#steps") == std::string::npos)
+      b[p.name] = p.values;
+  REQUIRE_FALSE(a.empty());
+  CHECK(a.size() == b.size());
+  for (const auto& [name, values] : a) {
+    INFO(name);
+    REQUIRE(b.count(name) == 1);
+    CHECK(std::memcmp(values.data(), b[name].data(), 4 * values.size()) == 0);
+  }
+}
+
+} // namespace
+
+TEST_CASE("a run resumed from its step-6 checkpoint equals the straight 10-step run "
+          "to the last bit, GPT and BERT with dropout",
+          "[actors]") {
+  for (auto kind : {model_kind::gpt, model_kind::bert}) {
+    DYNAMIC_SECTION(to_string(kind)) {
+      const scratch_dir dir;
+      const auto cfg = small(kind, 4);
+      const auto straight = train(cfg, {});
+      // Same options as the straight run, plus a checkpoint at step 6.
+      train(cfg, checkpointing(dir.path(), 6));
+      CHECK(std::filesystem::exists(dir.path() + "/step-00000006/manifest.json"));
+      CHECK_FALSE(std::filesystem::exists(dir.path() + "/step-00000003"));
+      check_continues(straight, train(cfg, resuming(dir.path())), 6);
+    }
+  }
+}
+
+TEST_CASE("a checkpoint written with 4 stages resumes on 2 and on 1 with the 4-stage "
+          "run's losses",
+          "[actors]") {
+  const scratch_dir dir;
+  const auto cfg = small(model_kind::gpt, 4);
+  const auto straight = train(cfg, checkpointing(dir.path(), 5));
+  for (int stages : {2, 1}) {
+    DYNAMIC_SECTION(stages << " stages") {
+      auto resumed = train(small(model_kind::gpt, stages), resuming(dir.path()));
+      REQUIRE(resumed.steps.size() == 5);
+      for (std::size_t i = 0; i < 5; ++i)
+        CHECK(resumed.steps[i].loss == straight.steps[5 + i].loss);
+    }
+  }
+}
+
+TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one, and "
+          "--keep removes the oldest",
+          "[actors]") {
+  const scratch_dir dir;
+  const auto cfg = small(model_kind::gpt, 2);
+  auto o = checkpointing(dir.path(), 2);
+  o.checkpoint_keep = 2;
+  const auto straight = train(cfg, o);
+  // Steps 2, 4, 6 and 8 were written; the newest two are kept.
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/step-00000004"));
+  CHECK(std::filesystem::exists(dir.path() + "/step-00000006/manifest.json"));
+  const auto latest = dir.path() + "/step-00000008/state.safetensors";
+  {
+    std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-5, std::ios::end);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x10; // one bit of one value
+    f.seekp(-5, std::ios::end);
+    f.write(&c, 1);
+  }
+  std::vector<std::string> skipped;
+  std::string error;
+  auto c = load_latest_checkpoint(dir.path(), skipped, error);
+  REQUIRE(c);
+  CHECK(c->step == 6);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].find("step-00000008: state.safetensors does not match the manifest") !=
+        std::string::npos);
+  check_continues(straight, train(cfg, resuming(dir.path())), 6);
+
+  // An interrupted write (no manifest) is not a checkpoint either.
+  std::filesystem::remove(dir.path() + "/step-00000006/manifest.json");
+  skipped.clear();
+  CHECK_FALSE(load_latest_checkpoint(dir.path(), skipped, error));
+  CHECK(skipped.size() == 2);
+  CHECK(error.find("no complete checkpoint") != std::string::npos);
+}
+
+TEST_CASE("resuming another configuration, or from no checkpoint, is refused by name",
+          "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 4;
+  auto none = run_embedded(cfg, resuming(dir.path()));
+  REQUIRE_FALSE(none);
+  CHECK(describe(none.error()).find("no complete checkpoint") != std::string::npos);
+  train(cfg, checkpointing(dir.path(), 2));
+  auto wider = cfg;
+  wider.model.d_model = 64;
+  auto other = run_embedded(wider, resuming(dir.path()));
+  REQUIRE_FALSE(other);
+  CHECK(describe(other.error()).find("of another configuration") != std::string::npos);
+  auto done = cfg;
+  done.steps = 2;
+  auto past = run_embedded(done, resuming(dir.path()));
+  REQUIRE_FALSE(past);
+  CHECK(describe(past.error()).find("leaves nothing to run") != std::string::npos);
+  run_options no_dir;
+  no_dir.checkpoint_every = 2;
+  auto missing = run_embedded(cfg, no_dir);
+  REQUIRE_FALSE(missing);
+  CHECK(describe(missing.error()).find("need --checkpoint-dir") != std::string::npos);
+}
+
+TEST_CASE("a Python reader finds each layer's parameters and moments in a checkpoint "
+          "by global layer path",
+          "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 3;
+  const auto r = train(cfg, checkpointing(dir.path(), 2));
+  auto out = test::run_command(std::string("/usr/bin/python3 ") + BAMBOO_SOURCE_DIR +
+                               "/tests/model/read_safetensors.py " + dir.path() +
+                               "/step-00000002/state.safetensors");
+  INFO(out.output);
+  REQUIRE(out.status == 0);
+  CHECK(out.output.find("meta step=2") != std::string::npos);
+  const auto lines = "\n" + out.output;
+  // Every parameter of the final state is there with both moments (the values
+  // are those of step 2, not the final ones: only names and counts compare).
+  for (const auto& p : r.parameters) {
+    if (p.name.find("#steps") != std::string::npos)
+      continue;
+    INFO(p.name);
+    CHECK(lines.find("\n" + p.name + " " + std::to_string(p.values.size()) + " " +
+                     std::to_string(p.values.size()) + " ") != std::string::npos);
+  }
+}
