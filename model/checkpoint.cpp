@@ -210,11 +210,6 @@ std::vector<std::string> checkpoint_writer::finish() {
   return failures_;
 }
 
-int checkpoint_writer::written() const {
-  std::lock_guard<std::mutex> guard{mtx_};
-  return written_;
-}
-
 void checkpoint_writer::run() {
   auto logger = log::get("bamboo.checkpoint");
   std::unique_lock<std::mutex> lock{mtx_};
@@ -235,9 +230,7 @@ void checkpoint_writer::run() {
       logger->error("checkpoint of step {} not written: {}", c.step, error);
     lock.lock();
     busy_ = false;
-    if (ok)
-      ++written_;
-    else
+    if (!ok)
       failures_.push_back("step " + std::to_string(c.step) + ": " + error);
     cv_.notify_all();
   }

@@ -55,17 +55,15 @@ public:
   void submit(checkpoint c);
   // Waits until every submitted checkpoint is written; returns the failures.
   std::vector<std::string> finish();
-  int written() const;
 
 private:
   void run();
   std::string dir_;
   int keep_;
-  mutable std::mutex mtx_;
+  std::mutex mtx_;
   std::condition_variable cv_;
   std::deque<checkpoint> queue_;
   bool busy_ = false, stop_ = false;
-  int written_ = 0;
   std::vector<std::string> failures_;
   std::thread thread_;
 };
