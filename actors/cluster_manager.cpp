@@ -12,6 +12,7 @@ void manager_state::init(manager_spec spec) {
   spec_ = std::move(spec);
   logger_ = log::get("bamboo.manager");
   plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
+  plan_.generation = spec_.first_generation;
   step_ = spec_.first_step;
   self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
 }
@@ -192,8 +193,13 @@ void manager_state::finish() {
 }
 
 void manager_state::deliver_done() {
+  if (snapshots_ > 0) { // the last checkpoint's files are still being written
+    done_waiting_ = true;
+    return;
+  }
   logger_->info("run complete: {} steps, {} failovers", spec_.result->steps.size(),
                 spec_.result->failovers.size());
+  spec_.result->generation = plan_.generation;
   promise_.deliver(done_atom::value);
   shutdown();
 }
@@ -203,19 +209,27 @@ void manager_state::fail(const caf::error& err) {
     return;
   logger_->error("run failed: {}", describe(err));
   end_generation("run failed"); // unblock waiting stages
+  spec_.result->generation = plan_.generation;
+  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n)
+    if (plan_.alive[n])
+      spec_.result->alive.push_back(n);
   promise_.deliver(err);
-  shutdown();
+  // The survivors stay for a rollback: their actors end with the error, which
+  // tells a worker process to wait for a new assignment.
+  const bool keep = spec_.keep_nodes_on_failure && err.category() == error_category &&
+                    err.code() == static_cast<std::uint8_t>(errc::unrecoverable_failure);
+  shutdown(keep ? err : caf::error(caf::exit_reason::user_shutdown));
 }
 
 void manager_state::end_generation(const std::string& reason) {
   spec_.nodes->end_generation(plan_.generation, reason);
 }
 
-void manager_state::shutdown() {
+void manager_state::shutdown(const caf::error& reason) {
   finished_ = true;
-  auto stop = [this](const auto& a) {
+  auto stop = [this, &reason](const auto& a) {
     if (a)
-      self_->send_exit(a, caf::exit_reason::user_shutdown);
+      self_->send_exit(a, reason);
   };
   for (auto& n : nodes_) {
     stop(n.stage);

@@ -32,13 +32,21 @@ struct manager_spec {
   std::function<void(const step_record&)> on_step; // called on the manager's thread
   std::shared_ptr<run_result> result;
   std::int64_t first_step = 0; // a resumed run starts at its checkpoint's step
+  // A run rolled back on the same nodes goes on with newer generations, so
+  // that nothing of the old ones is mistaken for theirs.
+  std::uint64_t first_generation = 1;
+  // When shadows cannot cover a loss, keep the surviving nodes (they wait for
+  // a new assignment) for a rollback to a checkpoint, instead of ending them.
+  bool keep_nodes_on_failure = false;
+  std::string first_event; // the first step's event column (after a rollback)
   // Every `checkpoint_every` steps the owners' state goes to this writer (null: none).
   std::shared_ptr<checkpoint_writer> checkpoints;
   int checkpoint_every = 0;
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error
-// (errc::unrecoverable_failure when shadows cannot cover a loss).
+// (errc::unrecoverable_failure when shadows cannot cover a loss; the result's
+// `alive` then says which nodes survived).
 // (notice_atom, node, deadline_ms): a preemption notice for the node; its
 // stages move to their shadows at the next step boundary.
 caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec);

@@ -4,6 +4,7 @@
 
 #include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
+#include "actors/resume_point.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/system.hpp"
 #include "log/log.hpp"
@@ -52,42 +53,6 @@ private:
   node_resources r_;
 };
 
-// The checkpoint a resumed run starts from: the newest complete one (damaged
-// ones are skipped with a message), of this configuration, with every tensor
-// each stage of this run's partition needs.
-caf::expected<std::shared_ptr<const checkpoint>>
-resume_point(const train_config& cfg, const run_options& opts,
-             const std::shared_ptr<const token_corpus>& corpus) {
-  auto logger = log::get("bamboo.checkpoint");
-  std::vector<std::string> skipped;
-  std::string error;
-  auto c = load_latest_checkpoint(opts.checkpoint_dir, skipped, error);
-  for (const auto& s : skipped)
-    logger->warn("{}", s);
-  if (!c)
-    return make_error(errc::invalid_data, "--resume: " + error);
-  if (c->config != checkpoint_config(cfg))
-    return make_error(errc::invalid_config,
-                      "--resume: the checkpoint of step " + std::to_string(c->step) +
-                          " is of another configuration (" + c->config +
-                          "; this run: " + checkpoint_config(cfg) + ")");
-  if (c->step >= cfg.steps)
-    return make_error(errc::invalid_config,
-                      "--resume: the checkpoint is of step " + std::to_string(c->step) +
-                          ", and --steps " + std::to_string(cfg.steps) +
-                          " leaves nothing to run");
-  const auto parts = partition(layer_costs(cfg.model), cfg.stages);
-  for (int s = 0; s < cfg.stages; ++s) {
-    auto problem = stage_executor(cfg, s, parts[s], corpus).load_checkpoint(*c);
-    if (!problem.empty())
-      return make_error(errc::invalid_data,
-                        "--resume: stage " + std::to_string(s) + ": " + problem);
-  }
-  logger->info("resuming at step {} from {} ({} tensors)", c->step, opts.checkpoint_dir,
-               c->tensors.size());
-  return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
-}
-
 } // namespace
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
@@ -106,23 +71,19 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   if (!corpus)
     return make_error(errc::invalid_data, problem);
 
-  if ((opts.checkpoint_every > 0 || opts.resume) && opts.checkpoint_dir.empty())
-    return make_error(errc::invalid_config,
-                      "--checkpoint-every and --resume need --checkpoint-dir");
-  if (opts.checkpoint_every < 0 || opts.checkpoint_keep < 0)
-    return make_error(errc::invalid_config,
-                      "--checkpoint-every and --keep must not be negative");
+  const auto& ck = opts.checkpoints;
+  if (auto problem = check(ck))
+    return make_error(errc::invalid_config, *problem);
   std::shared_ptr<const checkpoint> resume;
-  if (opts.resume) {
-    auto r = resume_point(cfg, opts, corpus);
+  if (ck.resume) {
+    auto r = resume_point(cfg, ck.dir, corpus, "--resume");
     if (!r)
       return r.error();
     resume = *r;
   }
   std::shared_ptr<checkpoint_writer> writer;
-  if (opts.checkpoint_every > 0)
-    writer =
-        std::make_shared<checkpoint_writer>(opts.checkpoint_dir, opts.checkpoint_keep);
+  if (ck.every > 0)
+    writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
 
   caf::actor_system_config sys_cfg;
   configure(sys_cfg);
@@ -159,7 +120,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   spec.result = std::make_shared<run_result>();
   spec.first_step = resume ? resume->step : 0;
   spec.checkpoints = writer;
-  spec.checkpoint_every = opts.checkpoint_every;
+  spec.checkpoint_every = ck.every;
   auto manager = spawn_manager(sys, spec);
 
   caf::error failure;

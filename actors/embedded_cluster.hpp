@@ -11,6 +11,7 @@
 #include "actors/plan/heartbeat_tracker.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/plan/run_record.hpp"
+#include "actors/resume_point.hpp"
 #include "model/config.hpp"
 #include "transport/transport_registry.hpp"
 
@@ -24,13 +25,10 @@ struct run_options {
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
   heartbeat_policy heartbeats;
   transport_kind transport = transport_kind::local; // gloo: real sockets on 127.0.0.1
-  // Checkpoints: every `checkpoint_every` steps into checkpoint_dir (keeping the
-  // newest `checkpoint_keep`, 0 for all); `resume` starts from the newest
-  // complete one there, on any number of stages.
-  std::string checkpoint_dir;
-  int checkpoint_every = 0;
-  int checkpoint_keep = 0;
-  bool resume = false;
+  // Checkpoints: every `every` steps into `dir` (keeping the newest `keep`, 0
+  // for all); `resume` starts from the newest complete one there, on any
+  // number of stages.
+  checkpoint_options checkpoints;
 };
 
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.

@@ -13,6 +13,7 @@ const char* to_string(errc e) {
   case errc::transport_failure: return "transport_failure";
   case errc::unrecoverable_failure: return "unrecoverable_failure";
   case errc::node_lost: return "node_lost";
+  case errc::checkpoint_failed: return "checkpoint_failed";
   }
   return "unknown";
 }

@@ -24,6 +24,7 @@ enum class errc : std::uint8_t {
   transport_failure,     // tensors could not be moved
   unrecoverable_failure, // losses shadows cannot cover (checkpoint fallback)
   node_lost,             // a worker process is gone (its context says how)
+  checkpoint_failed,     // a checkpoint could not be written or read
 };
 
 constexpr caf::atom_value error_category = caf::atom("bamboo");

@@ -43,7 +43,7 @@ private:
   void deliver_done();
   void fail(const caf::error& err);
   void end_generation(const std::string& reason);
-  void shutdown();
+  void shutdown(const caf::error& reason = caf::exit_reason::user_shutdown);
   std::vector<stage_actor> distinct_owners() const;
   bool from(const stage_actor& a) const;
   bool from_owner(int stage) const;
@@ -117,6 +117,9 @@ private:
   };
   std::map<int, pending_copy> copies_;
   std::uint64_t copy_round_ = 0; // a loss abandons the copies under way
+  // Checkpoints whose files are being written: the run is done after them.
+  int snapshots_ = 0;
+  bool done_waiting_ = false;
 };
 
 } // namespace bamboo

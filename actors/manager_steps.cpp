@@ -158,13 +158,17 @@ void manager_state::maybe_finish_step() {
   rec.lr = learning_rate(cfg.optim, step_, cfg.steps);
   rec.grad_norm = ledger_.grad_norm();
   rec.work = ledger_.reports();
-  rec.owners = plan_.owner;
-  for (int st = 0; st < plan_.stages; ++st)
-    rec.shadows.push_back(shadow_actor_[st] ? plan_.shadow[st] : -1);
+  for (int st = 0; st < plan_.stages; ++st) {
+    rec.owners.push_back(spec_.nodes->node_id(plan_.owner[st]));
+    rec.shadows.push_back(shadow_actor_[st] ? spec_.nodes->node_id(plan_.shadow[st])
+                                            : -1);
+  }
   if (!open_failovers_.empty())
     close_failovers(rec, now);
   else if (degraded())
     rec.event = "degraded: " + unprotected();
+  else if (step_ == spec_.first_step)
+    rec.event = spec_.first_event;
   spec_.result->steps.push_back(rec);
   logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
   if (spec_.on_step)
@@ -180,34 +184,49 @@ void manager_state::maybe_finish_step() {
 }
 
 // A checkpoint of the boundary before step_: each owner copies its state when
-// asked, before the next run_step (one mailbox), and the writer's thread
-// writes it while training goes on.
+// asked, before the next run_step (one mailbox), and writes its file off its
+// thread while training goes on; the manifest follows when every file is in.
 void manager_state::snapshot() {
   struct gathering {
-    checkpoint c;
+    checkpoint_manifest m;
     std::size_t left = 0;
     bool failed = false;
   };
   auto g = std::make_shared<gathering>();
-  g->c.step = step_;
-  g->c.config = checkpoint_config(spec_.cfg);
+  g->m.step = step_;
+  g->m.config = checkpoint_config(spec_.cfg);
+  g->m.seed = spec_.cfg.seed;
+  g->m.cursor = step_ * spec_.cfg.global_batch;
+  g->m.generation = plan_.generation;
+  for (int s = 0; s < plan_.stages; ++s)
+    g->m.plan += (s ? " " : "") + std::to_string(plan_.owner[s]);
   const auto owners = distinct_owners();
   g->left = owners.size();
+  ++snapshots_;
+  const auto dir = checkpoint_step_dir(spec_.checkpoints->dir(), step_);
+  auto one_done = [this, g] {
+    if (--g->left > 0)
+      return;
+    if (!g->failed) {
+      std::sort(g->m.files.begin(), g->m.files.end(),
+                [](const auto& a, const auto& b) { return a.file < b.file; });
+      spec_.checkpoints->submit(std::move(g->m));
+    }
+    if (--snapshots_ == 0 && done_waiting_)
+      deliver_done();
+  };
   for (const auto& a : owners)
-    self_->request(a, std::chrono::seconds(60), params_atom::value)
+    self_->request(a, std::chrono::seconds(120), checkpoint_atom::value, dir, step_)
         .then(
-            [this, g](std::vector<param_blob>& blobs) {
-              for (auto& b : blobs)
-                if (b.name.find("#steps") ==
-                    std::string::npos) // the step is the manifest's
-                  g->c.tensors[b.name] = std::move(b.values);
-              if (--g->left == 0 && !g->failed)
-                spec_.checkpoints->submit(std::move(g->c));
+            [g, one_done](checkpoint_shard& f) {
+              g->m.files.push_back(std::move(f));
+              one_done();
             },
-            [this, g](caf::error& err) {
+            [this, g, one_done](caf::error& err) {
               if (!g->failed)
-                logger_->warn("no checkpoint of step {}: {}", g->c.step, describe(err));
+                spec_.checkpoints->failed(g->m.step, describe(err));
               g->failed = true;
+              one_done();
             });
 }
 

@@ -28,6 +28,8 @@ public:
   virtual shadow_sync sync() const = 0;
   // Ends generation `gen`: every transfer of it fails now, not at a timeout.
   virtual void end_generation(std::uint64_t gen, const std::string& reason) = 0;
+  // The node's name in records (a worker process's member number).
+  virtual int node_id(int node) const { return node; }
   // How a stage left without a shadow gets a new one at a step boundary.
   virtual shadow_source reshadowing() const = 0;
   // shadow_source::clone: a new shadow on `node`'s group from its owner's

@@ -25,6 +25,7 @@
 
 #include "actors/plan/planner.hpp"
 #include "actors/plan/run_record.hpp"
+#include "model/checkpoint_types.hpp"
 #include "schema/codec.hpp"
 
 namespace bamboo {
@@ -51,6 +52,9 @@ using clone_atom = caf::atom_constant<caf::atom("clone")>;   // -> replica_handl
 // (gen, k) -> state_copy: an owner sends its exact state to the rank before its
 // own; a new shadow receives and loads it (re-homing across processes).
 using copy_atom = caf::atom_constant<caf::atom("copystate")>;
+// (step_dir, k) -> checkpoint_shard: an owner writes its state at the boundary
+// before step k into step_dir, off its thread.
+using checkpoint_atom = caf::atom_constant<caf::atom("checkpoint")>;
 // A node's notice of its coming preemption: (notice_atom, [node,] deadline_ms).
 using notice_atom = caf::atom_constant<caf::atom("notice")>;
 // Timers: a heartbeat or expiry period, a failed stage's grace, a join's deadline.
@@ -110,7 +114,8 @@ struct state_copy {
 //          schema::commit -> committed and the gradients to the shadow set by
 //          (shadow_atom, present, actor) (actor invalid when they go through the
 //          transport); resync sends them again; params and their digests;
-//          clone (between steps); copy sends the state through the transport.
+//          clone (between steps); copy sends the state through the transport;
+//          checkpoint writes it to a file.
 //  shadow: shadow_update (or schema::commit, then the gradients through the
 //          transport) -> synced; resume_order promotes it to active; copy
 //          receives its state through the transport (a new shadow).
@@ -123,7 +128,8 @@ using stage_actor = caf::typed_actor<
     caf::replies_to<params_atom>::with<std::vector<param_blob>>,
     caf::replies_to<digest_atom>::with<std::vector<schema::tensor_digest>>,
     caf::replies_to<clone_atom>::with<replica_handle>, caf::reacts_to<replica_handle>,
-    caf::replies_to<copy_atom, std::uint64_t, std::int64_t>::with<state_copy>>;
+    caf::replies_to<copy_atom, std::uint64_t, std::int64_t>::with<state_copy>,
+    caf::replies_to<checkpoint_atom, std::string, std::int64_t>::with<checkpoint_shard>>;
 
 // A message from a typed actor (a stage, a proxy) to an untyped one (its
 // supervisor, a worker's agent), sent as the typed actor so that the receiver
@@ -149,6 +155,12 @@ typename Inspector::result_type inspect(Inspector& f, stage_progress& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, state_copy& x) {
   return f(caf::meta::type_name("state_copy"), x.digest, x.bytes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, checkpoint_shard& x) {
+  return f(caf::meta::type_name("checkpoint_shard"), x.file, x.sha256, x.bytes,
+           x.tensors);
 }
 
 template <class Inspector>

@@ -7,6 +7,7 @@
 #include "actors/errors.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/shadow_state.hpp"
+#include "actors/shard_writer.hpp"
 #include "log/log.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
@@ -87,6 +88,14 @@ struct stage_state {
         [this](copy_atom, std::uint64_t gen, std::int64_t k) {
           return send_state(gen, k);
         },
+        [this](checkpoint_atom, const std::string& step_dir, std::int64_t k) {
+          auto rp = self_->make_response_promise<checkpoint_shard>();
+          write_shard(
+              self_,
+              make_snapshot(state_blobs(*spec_.executor, stage_), step_dir, stage_, k),
+              rp);
+          return rp;
+        },
     };
   }
 
@@ -133,6 +142,10 @@ struct stage_state {
         [](const replica_handle&) {}, // FRC is for active stages
         [this](copy_atom, std::uint64_t gen, std::int64_t k) {
           return load_state(gen, k);
+        },
+        [](checkpoint_atom, const std::string&,
+           std::int64_t) -> caf::result<checkpoint_shard> {
+          return caf::make_error(caf::sec::unexpected_message); // owners write them
         },
     };
   }

@@ -15,6 +15,7 @@ void configure(caf::actor_system_config& cfg) {
   cfg.add_message_type<stage_progress>("bamboo::stage_progress");
   cfg.add_message_type<resume_order>("bamboo::resume_order");
   cfg.add_message_type<state_copy>("bamboo::state_copy");
+  cfg.add_message_type<checkpoint_shard>("bamboo::checkpoint_shard");
   cfg.add_message_type<param_blob>("bamboo::param_blob");
   cfg.add_message_type<std::vector<param_blob>>("std::vector<bamboo::param_blob>");
   cfg.add_message_type<schema::tensor_digest>("bamboo::tensor_digest");

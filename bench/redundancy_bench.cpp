@@ -65,9 +65,9 @@ int main() {
   if (!mkdtemp(dir.data()))
     return 1;
   run_options ck;
-  ck.checkpoint_dir = dir;
-  ck.checkpoint_every = 2;
-  ck.checkpoint_keep = 1;
+  ck.checkpoints.dir = dir;
+  ck.checkpoints.every = 2;
+  ck.checkpoints.keep = 1;
   for (int round = 0; round < rounds; ++round) {
     off.push_back(median_step(run(bench_config(redundancy_mode::off))));
     lazy.push_back(median_step(run(bench_config(redundancy_mode::lazy))));

@@ -34,12 +34,6 @@ std::string sha256_hex(const std::vector<std::uint8_t>& bytes) {
   return out;
 }
 
-std::string step_dir(const std::string& dir, std::int64_t step) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "step-%08lld", static_cast<long long>(step));
-  return (fs::path(dir) / name).string();
-}
-
 std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -63,55 +57,23 @@ std::vector<std::pair<std::int64_t, std::string>> listed(const std::string& dir)
   return out;
 }
 
-// One checkpoint directory, checked against its manifest.
-std::optional<checkpoint> load_one(const std::string& path, std::string& error) {
-  auto manifest_bytes = read_bytes((fs::path(path) / manifest_file).string());
-  if (!manifest_bytes) {
-    error = "no manifest (an incomplete write)";
-    return std::nullopt;
+std::vector<std::string> split_names(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  while (begin < list.size()) {
+    auto comma = list.find(',', begin);
+    if (comma == std::string::npos)
+      comma = list.size();
+    if (comma > begin)
+      out.push_back(list.substr(begin, comma - begin));
+    begin = comma + 1;
   }
-  auto m = parse_string_object(
-      std::string(manifest_bytes->begin(), manifest_bytes->end()), error);
-  if (!m) {
-    error = "manifest: " + error;
-    return std::nullopt;
-  }
-  auto field = [&](const char* key) {
-    return m->count(key) ? m->at(key) : std::string();
-  };
-  if (field("format") != format_name) {
-    error = "manifest: not a " + std::string(format_name) + " manifest";
-    return std::nullopt;
-  }
-  auto bytes = read_bytes((fs::path(path) / state_file).string());
-  if (!bytes) {
-    error = std::string("no ") + state_file;
-    return std::nullopt;
-  }
-  const auto digest = sha256_hex(*bytes);
-  if (digest != field("state_sha256") ||
-      std::to_string(bytes->size()) != field("state_bytes")) {
-    error = std::string(state_file) + " does not match the manifest (SHA-256 " + digest +
-            ", " + std::to_string(bytes->size()) + " bytes; the manifest says " +
-            field("state_sha256") + ", " + field("state_bytes") + " bytes)";
-    return std::nullopt;
-  }
-  auto st = decode_safetensors(*bytes, error);
-  if (!st) {
-    error = std::string(state_file) + ": " + error;
-    return std::nullopt;
-  }
-  checkpoint c;
-  try {
-    c.step = std::stoll(field("step"));
-  } catch (const std::exception&) {
-    error = "manifest: no step";
-    return std::nullopt;
-  }
-  c.config = field("config");
-  for (auto& t : st->tensors)
-    c.tensors[t.name] = std::move(t.data);
-  return c;
+  return out;
+}
+
+// A file name inside a step directory: no path, nothing hidden.
+bool plain_name(const std::string& name) {
+  return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos;
 }
 
 } // namespace
@@ -126,36 +88,59 @@ std::string checkpoint_config(const train_config& cfg) {
          " global_batch=" + std::to_string(cfg.global_batch) + " data=" + cfg.data;
 }
 
-bool write_checkpoint(const std::string& dir, const checkpoint& c, int keep,
-                      std::string& error) {
-  const auto path = step_dir(dir, c.step);
+std::string checkpoint_step_dir(const std::string& dir, std::int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step-%08lld", static_cast<long long>(step));
+  return (fs::path(dir) / name).string();
+}
+
+std::optional<checkpoint_shard> write_checkpoint_shard(
+    const std::string& step_dir, const std::string& file, std::int64_t step,
+    const std::map<std::string, std::vector<float>>& tensors, std::string& error) {
   std::error_code ec;
-  fs::create_directories(path, ec);
+  fs::create_directories(step_dir, ec);
   if (ec) {
-    error = "cannot create " + path + ": " + ec.message();
-    return false;
+    error = "cannot create " + step_dir + ": " + ec.message();
+    return std::nullopt;
   }
   safetensors_file st;
-  st.metadata["step"] = std::to_string(c.step);
-  for (const auto& [name, values] : c.tensors)
+  st.metadata["step"] = std::to_string(step);
+  for (const auto& [name, values] : tensors)
     st.tensors.push_back({name, {static_cast<std::int64_t>(values.size())}, values});
   const auto bytes = encode_safetensors(st);
-  if (!write_file_atomically((fs::path(path) / state_file).string(), bytes, error))
-    return false;
+  if (!write_file_atomically((fs::path(step_dir) / file).string(), bytes, error))
+    return std::nullopt;
+  return checkpoint_shard{file, sha256_hex(bytes), bytes.size(), tensors.size()};
+}
+
+bool write_checkpoint_manifest(const std::string& dir, const checkpoint_manifest& m,
+                               int keep, std::string& error) {
+  const auto path = checkpoint_step_dir(dir, m.step);
   std::map<std::string, std::string> manifest{
       {"format", format_name},
-      {"step", std::to_string(c.step)},
-      {"config", c.config},
-      {"state_file", state_file},
-      {"state_sha256", sha256_hex(bytes)},
-      {"state_bytes", std::to_string(bytes.size())},
-      {"tensors", std::to_string(c.tensors.size())}};
+      {"step", std::to_string(m.step)},
+      {"config", m.config},
+      {"seed", std::to_string(m.seed)},
+      {"cursor", std::to_string(m.cursor)},
+      {"generation", std::to_string(m.generation)},
+      {"plan", m.plan}};
+  std::string files;
+  std::uint64_t tensors = 0;
+  for (const auto& f : m.files) {
+    files += (files.empty() ? "" : ",") + f.file;
+    manifest[f.file + ".sha256"] = f.sha256;
+    manifest[f.file + ".bytes"] = std::to_string(f.bytes);
+    tensors += f.tensors;
+  }
+  manifest["files"] = files;
+  manifest["tensors"] = std::to_string(tensors);
   const auto text = format_string_object(manifest);
   if (!write_file_atomically((fs::path(path) / manifest_file).string(),
                              std::vector<std::uint8_t>(text.begin(), text.end()), error))
     return false;
   if (keep > 0) {
     int complete = 0;
+    std::error_code ec;
     for (const auto& [step, p] : listed(dir)) {
       if (!fs::exists(fs::path(p) / manifest_file))
         continue;
@@ -164,6 +149,84 @@ bool write_checkpoint(const std::string& dir, const checkpoint& c, int keep,
     }
   }
   return true;
+}
+
+bool write_checkpoint(const std::string& dir, const checkpoint& c, int keep,
+                      std::string& error) {
+  auto shard = write_checkpoint_shard(checkpoint_step_dir(dir, c.step), state_file,
+                                      c.step, c.tensors, error);
+  if (!shard)
+    return false;
+  checkpoint_manifest m;
+  m.step = c.step;
+  m.config = c.config;
+  m.files.push_back(*shard);
+  return write_checkpoint_manifest(dir, m, keep, error);
+}
+
+std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
+                                              std::string& error) {
+  auto manifest_bytes = read_bytes((fs::path(path) / manifest_file).string());
+  if (!manifest_bytes) {
+    error = "no manifest (an incomplete write)";
+    return std::nullopt;
+  }
+  auto m = parse_string_object(
+      std::string(manifest_bytes->begin(), manifest_bytes->end()), error);
+  if (!m) {
+    error = "manifest: " + error;
+    return std::nullopt;
+  }
+  auto field = [&](const std::string& key) {
+    return m->count(key) ? m->at(key) : std::string();
+  };
+  if (field("format") != format_name) {
+    error = "manifest: not a " + std::string(format_name) + " manifest";
+    return std::nullopt;
+  }
+  checkpoint c;
+  try {
+    c.step = std::stoll(field("step"));
+  } catch (const std::exception&) {
+    error = "manifest: no step";
+    return std::nullopt;
+  }
+  c.config = field("config");
+  const auto files = split_names(field("files"));
+  if (files.empty()) {
+    error = "manifest: no files";
+    return std::nullopt;
+  }
+  for (const auto& file : files) {
+    if (!plain_name(file)) {
+      error = "manifest: a file name that is not plain: " + file;
+      return std::nullopt;
+    }
+    auto bytes = read_bytes((fs::path(path) / file).string());
+    if (!bytes) {
+      error = "no " + file;
+      return std::nullopt;
+    }
+    const auto digest = sha256_hex(*bytes);
+    if (digest != field(file + ".sha256") ||
+        std::to_string(bytes->size()) != field(file + ".bytes")) {
+      error = file + " does not match the manifest (SHA-256 " + digest + ", " +
+              std::to_string(bytes->size()) + " bytes; the manifest says " +
+              field(file + ".sha256") + ", " + field(file + ".bytes") + " bytes)";
+      return std::nullopt;
+    }
+    auto st = decode_safetensors(*bytes, error);
+    if (!st) {
+      error = file + ": " + error;
+      return std::nullopt;
+    }
+    for (auto& t : st->tensors)
+      if (!c.tensors.emplace(t.name, std::move(t.data)).second) {
+        error = file + ": tensor " + t.name + " is in two files";
+        return std::nullopt;
+      }
+  }
+  return c;
 }
 
 std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
@@ -175,7 +238,7 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
   }
   for (const auto& [step, path] : listed(dir)) {
     std::string why;
-    auto c = load_one(path, why);
+    auto c = load_checkpoint_dir(path, why);
     if (c)
       return c;
     skipped.push_back(path + ": " + why + "; skipped");
@@ -196,12 +259,19 @@ checkpoint_writer::~checkpoint_writer() {
   thread_.join();
 }
 
-void checkpoint_writer::submit(checkpoint c) {
+void checkpoint_writer::submit(checkpoint_manifest m) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    queue_.push_back(std::move(c));
+    queue_.push_back(std::move(m));
   }
   cv_.notify_all();
+}
+
+void checkpoint_writer::failed(std::int64_t step, const std::string& why) {
+  log::get("bamboo.checkpoint")
+      ->error("checkpoint of step {} not written: {}", step, why);
+  std::lock_guard<std::mutex> guard{mtx_};
+  failures_.push_back("step " + std::to_string(step) + ": " + why);
 }
 
 std::vector<std::string> checkpoint_writer::finish() {
@@ -217,21 +287,21 @@ void checkpoint_writer::run() {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty())
       return; // stopping, nothing left
-    auto c = std::move(queue_.front());
+    auto m = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
     std::string error;
-    const bool ok = write_checkpoint(dir_, c, keep_, error);
+    const bool ok = write_checkpoint_manifest(dir_, m, keep_, error);
     if (ok)
-      logger->info("checkpoint of step {} written ({} tensors) in {}", c.step,
-                   c.tensors.size(), dir_);
+      logger->info("checkpoint of step {} written ({} files) in {}", m.step,
+                   m.files.size(), dir_);
     else
-      logger->error("checkpoint of step {} not written: {}", c.step, error);
+      logger->error("checkpoint of step {} not written: {}", m.step, error);
     lock.lock();
     busy_ = false;
     if (!ok)
-      failures_.push_back("step " + std::to_string(c.step) + ": " + error);
+      failures_.push_back("step " + std::to_string(m.step) + ": " + error);
     cv_.notify_all();
   }
 }

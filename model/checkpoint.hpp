@@ -1,10 +1,13 @@
-// Checkpoints: a directory per checkpoint, DIR/step-00000006/, holding
-// state.safetensors (every parameter and both AdamW moments, named by global
-// layer path: "layers.3.attn.qkv.weight", "...#exp_avg", "...#exp_avg_sq", so
-// any pipeline depth loads them) and manifest.json (step, configuration, seed,
-// global batch, and the SHA-256 and size of the state file), written last: a
-// checkpoint without a manifest, or whose file does not match it, is not
-// complete. A background writer takes snapshots off the training path.
+// Checkpoints: a directory per checkpoint, DIR/step-00000006/, holding one
+// safetensors file per stage that wrote it (stage-2.safetensors: its
+// parameters and both AdamW moments, named by global layer path:
+// "layers.3.attn.qkv.weight", "...#exp_avg", "...#exp_avg_sq", so any pipeline
+// depth loads the union) and manifest.json (step, data cursor, seed,
+// configuration, generation and plan of the run that wrote it, and the SHA-256
+// and size of every file), written last: a checkpoint without a manifest, or
+// whose files do not match it, is not complete. Each stage writes its own file
+// off the training path (in its own process across processes); the manager
+// writes the manifest once every file is there.
 #pragma once
 
 #include <condition_variable>
@@ -18,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/checkpoint_types.hpp"
 #include "model/config.hpp"
 
 namespace bamboo {
@@ -28,11 +32,39 @@ struct checkpoint {
   std::map<std::string, std::vector<float>> tensors;
 };
 
+// What the manifest records besides the files.
+struct checkpoint_manifest {
+  std::int64_t step = 0;
+  std::string config;
+  std::uint64_t seed = 0;
+  std::int64_t cursor = 0; // samples consumed: step * global batch
+  std::uint64_t generation = 0;
+  std::string plan; // owner node of each stage, for the record (resume ignores it)
+  std::vector<checkpoint_shard> files;
+};
+
+// DIR/step-00000006
+std::string checkpoint_step_dir(const std::string& dir, std::int64_t step);
+
+// Writes `tensors` atomically as `file` in `step_dir` (created if missing).
+std::optional<checkpoint_shard> write_checkpoint_shard(
+    const std::string& step_dir, const std::string& file, std::int64_t step,
+    const std::map<std::string, std::vector<float>>& tensors, std::string& error);
+
+// Writes the manifest of step m.step (its files already written) and removes
+// all but the newest `keep` complete checkpoints (keep <= 0: none removed).
+bool write_checkpoint_manifest(const std::string& dir, const checkpoint_manifest& m,
+                               int keep, std::string& error);
+
+// One directory DIR/step-N checked against its manifest, every file merged.
+std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
+                                              std::string& error);
+
 // What a checkpoint must share with the run that resumes it (the model, the
 // seed and the global batch: the sample order and every random draw).
 std::string checkpoint_config(const train_config& cfg);
 
-// Writes the checkpoint (the manifest last), then removes all but the newest
+// Writes the checkpoint as one file (the manifest last), then removes all but the newest
 // `keep` complete ones (keep <= 0: none removed). False and `error` on failure;
 // earlier checkpoints are never touched by a failed write.
 bool write_checkpoint(const std::string& dir, const checkpoint& c, int keep,
@@ -44,7 +76,8 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
                                                  std::vector<std::string>& skipped,
                                                  std::string& error);
 
-// One background thread writing submitted checkpoints in order.
+// One background thread writing submitted manifests in order (their stages
+// wrote the files).
 class checkpoint_writer {
 public:
   checkpoint_writer(std::string dir, int keep);
@@ -52,8 +85,11 @@ public:
   checkpoint_writer(const checkpoint_writer&) = delete;
   checkpoint_writer& operator=(const checkpoint_writer&) = delete;
 
-  void submit(checkpoint c);
-  // Waits until every submitted checkpoint is written; returns the failures.
+  const std::string& dir() const { return dir_; }
+  void submit(checkpoint_manifest m);
+  // A checkpoint that will not be complete (a stage could not write its file).
+  void failed(std::int64_t step, const std::string& why);
+  // Waits until every submitted manifest is written; returns the failures.
   std::vector<std::string> finish();
 
 private:
@@ -62,7 +98,7 @@ private:
   int keep_;
   std::mutex mtx_;
   std::condition_variable cv_;
-  std::deque<checkpoint> queue_;
+  std::deque<checkpoint_manifest> queue_;
   bool busy_ = false, stop_ = false;
   std::vector<std::string> failures_;
   std::thread thread_;

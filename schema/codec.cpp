@@ -91,6 +91,7 @@ struct writer {
     a.setStage(x.stage);
     a.setShadowStage(x.shadow_stage);
     a.setGeneration(x.generation);
+    a.setResume(x.resume);
     auto c = a.initConfig();
     const auto& t = x.config;
     c.setModel(t.model);
@@ -118,7 +119,11 @@ struct writer {
     c.setThreads(t.threads);
     c.setRedundancy(t.redundancy);
   }
-  void operator()(const attach& x) { b.initAttach().setRole(x.role); }
+  void operator()(const attach& x) {
+    auto a = b.initAttach();
+    a.setRole(x.role);
+    a.setGeneration(x.generation);
+  }
   void operator()(const run_step& x) {
     auto r = b.initRunStep();
     r.setGeneration(x.generation);
@@ -156,6 +161,21 @@ struct writer {
     r.setGeneration(x.generation);
     r.setStep(x.step);
     r.setRequest(x.request);
+  }
+  void operator()(const checkpoint_request& x) {
+    auto r = b.initCheckpointRequest();
+    r.setRequest(x.request);
+    r.setStep(x.step);
+    r.setDir(x.dir);
+  }
+  void operator()(const checkpoint_written& x) {
+    auto r = b.initCheckpointWritten();
+    r.setRequest(x.request);
+    r.setFile(x.file);
+    r.setSha256(x.sha256);
+    r.setBytes(x.bytes);
+    r.setTensors(x.tensors);
+    r.setError(x.error);
   }
   void operator()(const state_copied& x) {
     auto r = b.initStateCopied();
@@ -197,7 +217,11 @@ struct writer {
     g.setGeneration(x.generation);
     g.setReason(x.reason);
   }
-  void operator()(const leave& x) { b.initLeave().setReason(x.reason); }
+  void operator()(const leave& x) {
+    auto l = b.initLeave();
+    l.setReason(x.reason);
+    l.setStay(x.stay);
+  }
   void operator()(const challenge_request& x) {
     b.initChallengeRequest().setNode(x.node);
   }
@@ -327,10 +351,17 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     return frame_rejected{b.getRejected().getReason().cStr()};
   case wire::Frame::Body::ASSIGN: {
     auto a = b.getAssign();
-    return assign{a.getNode(), a.getStage(), a.getShadowStage(), a.getGeneration(),
-                  get_config(a.getConfig())};
+    return assign{a.getNode(),
+                  a.getStage(),
+                  a.getShadowStage(),
+                  a.getGeneration(),
+                  get_config(a.getConfig()),
+                  a.getResume().cStr()};
   }
-  case wire::Frame::Body::ATTACH: return attach{b.getAttach().getRole().cStr()};
+  case wire::Frame::Body::ATTACH: {
+    auto a = b.getAttach();
+    return attach{a.getRole().cStr(), a.getGeneration()};
+  }
   case wire::Frame::Body::RUN_STEP: {
     auto r = b.getRunStep();
     return run_step{r.getGeneration(), r.getStep()};
@@ -363,6 +394,15 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     auto r = b.getStateCopied();
     return state_copied{r.getRequest(), r.getDigest(), r.getBytes(), r.getError().cStr()};
   }
+  case wire::Frame::Body::CHECKPOINT_REQUEST: {
+    auto r = b.getCheckpointRequest();
+    return checkpoint_request{r.getRequest(), r.getStep(), r.getDir().cStr()};
+  }
+  case wire::Frame::Body::CHECKPOINT_WRITTEN: {
+    auto r = b.getCheckpointWritten();
+    return checkpoint_written{r.getRequest(), r.getFile().cStr(), r.getSha256().cStr(),
+                              r.getBytes(),   r.getTensors(),     r.getError().cStr()};
+  }
   case wire::Frame::Body::RESUME: {
     auto r = b.getResume();
     return resume{r.getGeneration(),
@@ -387,7 +427,10 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     auto g = b.getGenerationEnd();
     return generation_end{g.getGeneration(), g.getReason().cStr()};
   }
-  case wire::Frame::Body::LEAVE: return leave{b.getLeave().getReason().cStr()};
+  case wire::Frame::Body::LEAVE: {
+    auto l = b.getLeave();
+    return leave{l.getReason().cStr(), l.getStay()};
+  }
   }
   err = codec_errc::unknown_body;
   return {};

@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 4;
+inline constexpr std::uint16_t minor_version = 5;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -118,10 +118,12 @@ struct assign {
   std::int32_t shadow_stage = -1;
   std::uint64_t generation = 0;
   train_settings config;
+  std::string resume; // 1.5: a checkpoint's step directory to start from
 };
 
 struct attach {
   std::string role;
+  std::uint64_t generation = 0; // 1.5: of the plan it belongs to
 };
 
 struct run_step {
@@ -179,6 +181,7 @@ struct generation_end {
 
 struct leave {
   std::string reason;
+  bool stay = false; // 1.5: keep the membership, wait for a new assignment
 };
 
 // 1.3: digests of a stage's state, by tensor name.
@@ -211,13 +214,27 @@ struct state_copied {
   std::string error; // empty when copied
 };
 
+// 1.5: an owner writes its checkpoint file.
+struct checkpoint_request {
+  std::uint64_t request = 0;
+  std::uint64_t step = 0;
+  std::string dir;
+};
+
+struct checkpoint_written {
+  std::uint64_t request = 0;
+  std::string file, sha256;
+  std::uint64_t bytes = 0, tensors = 0;
+  std::string error; // empty when written
+};
+
 using frame =
     std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
                  challenge_request, join_challenge, join_accept, join_refused,
                  frame_rejected, assign, attach, run_step, progress_request,
                  progress_report, resume, shadow_link, committed, synced, step_failed,
                  generation_end, leave, sync_lost, resync, state_request, state_report,
-                 state_copy, state_copied>;
+                 state_copy, state_copied, checkpoint_request, checkpoint_written>;
 
 // The actor a frame is for, among those one process stands for (1.2): its
 // stage, the replica it was assigned, or (1.4) a replica of stage s added

@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 4;
+const minorVersion :UInt16 = 5;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -127,11 +127,13 @@ struct Assign {
   shadowStage @2 :Int32;   # -1: no replica on this node
   generation @3 :UInt64;
   config @4 :TrainConfig;
+  resume @5 :Text;         # 1.5: the checkpoint (a step directory) to start from
 }
 
 # The manager-side actor of the node's replica introduces itself.
 struct Attach {
   role @0 :Text;           # "shadow"
+  generation @1 :UInt64;   # 1.5: of the plan it belongs to
 }
 
 struct RunStep {
@@ -193,6 +195,7 @@ struct GenerationEnd {
 
 struct Leave {
   reason @0 :Text;
+  stay @1 :Bool;           # 1.5: keep the membership, wait for a new assignment
 }
 
 # 1.3: a digest of each named tensor of a stage's state (parameters, both AdamW
@@ -228,6 +231,24 @@ struct StateCopied {
   error @3 :Text;      # empty when the state was copied
 }
 
+# 1.5: checkpoints across processes. To an owner: write your state as of the
+# boundary before `step` into `dir` (a step directory every node can reach);
+# it answers with the file's name and digest, which go into the manifest.
+struct CheckpointRequest {
+  request @0 :UInt64;
+  step @1 :UInt64;
+  dir @2 :Text;
+}
+
+struct CheckpointWritten {
+  request @0 :UInt64;
+  file @1 :Text;       # its name inside the step directory
+  sha256 @2 :Text;
+  bytes @3 :UInt64;
+  tensors @4 :UInt64;
+  error @5 :Text;      # empty when written
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -261,6 +282,8 @@ struct Frame {
     stateReport @29 :StateReport;     # 1.3
     stateCopy @30 :StateCopy;         # 1.4
     stateCopied @31 :StateCopied;     # 1.4
+    checkpointRequest @32 :CheckpointRequest;   # 1.5
+    checkpointWritten @33 :CheckpointWritten;   # 1.5
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
                         # 2 shadow; 1.4: 3 + s, a replica of stage s added later)

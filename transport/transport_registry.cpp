@@ -113,4 +113,17 @@ void transport_registry::abort(std::uint64_t generation, const std::string& reas
   }
 }
 
+void transport_registry::abort_all(const std::string& reason) {
+  std::set<std::uint64_t> generations;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    for (const auto& [key, s] : slots_)
+      generations.insert(key.first);
+    for (const auto& [g, h] : hubs_)
+      generations.insert(g);
+  }
+  for (auto g : generations)
+    abort(g, reason);
+}
+
 } // namespace bamboo

@@ -39,6 +39,8 @@ public:
                                             std::string& error);
   // Ends a generation: every transfer of it, pending or future, fails at once.
   void abort(std::uint64_t generation, const std::string& reason);
+  // Ends every generation joined so far (the node leaves the plan).
+  void abort_all(const std::string& reason);
 
 private:
   struct slot; // one rank's endpoint of one generation, once it is joined

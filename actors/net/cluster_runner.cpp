@@ -10,6 +10,7 @@
 #include "actors/net/stage_proxy.hpp"
 #include "actors/net/wire_values.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "transport/gloo_transport.hpp"
@@ -57,17 +58,20 @@ caf::expected<std::vector<member>> await_members(caf::scoped_actor& self, int co
 class process_nodes : public node_backend {
 public:
   process_nodes(train_config cfg, std::vector<member> members, caf::actor gateway,
-                std::size_t frame_limit)
+                std::size_t frame_limit, std::uint64_t generation, std::string resume)
       : cfg_(std::move(cfg)), members_(std::move(members)), gateway_(std::move(gateway)),
-        frame_limit_(frame_limit) {}
+        frame_limit_(frame_limit), generation_(generation), resume_(std::move(resume)) {}
 
   node_handles spawn(caf::local_actor* manager, const node_assignment& a) override {
     node_handles h;
     h.group = std::make_shared<node_group>();
     auto ps = proxy_spec(a.node, schema::target::stage);
     ps.assign = schema::assign{static_cast<std::uint32_t>(a.node),
-                               static_cast<std::uint32_t>(a.stage), a.shadow_stage, 1,
-                               to_settings(cfg_)};
+                               static_cast<std::uint32_t>(a.stage),
+                               a.shadow_stage,
+                               generation_,
+                               to_settings(cfg_),
+                               resume_};
     h.stage = spawn_stage_proxy(manager, ps);
     if (a.shadow_stage >= 0)
       h.shadow = spawn_stage_proxy(manager, proxy_spec(a.node, schema::target::shadow));
@@ -79,6 +83,9 @@ public:
                    to_wire(schema::generation_end{gen, reason}));
   }
   shadow_source reshadowing() const override { return shadow_source::copy; }
+  int node_id(int node) const override {
+    return members_.at(static_cast<std::size_t>(node)).id;
+  }
   stage_actor add_shadow(caf::local_actor*, int, std::shared_ptr<node_group>,
                          const replica_handle&) override {
     return {};
@@ -98,6 +105,7 @@ private:
     ps.node = node;
     ps.frame_limit = frame_limit_;
     ps.target = t;
+    ps.generation = generation_;
     return ps;
   }
 
@@ -105,7 +113,30 @@ private:
   std::vector<member> members_;
   caf::actor gateway_;
   std::size_t frame_limit_;
+  std::uint64_t generation_;
+  std::string resume_; // the checkpoint's step directory, or empty
 };
+
+// Joins and losses the gateway told of while the manager ran.
+void update_members(caf::scoped_actor& self, std::vector<member>& members) {
+  bool more = true;
+  while (more)
+    self->receive(
+        [&](joined_atom, int id, caf::actor agent) {
+          members.push_back({id, std::move(agent)});
+        },
+        [&](lost_atom, int id) {
+          members.erase(std::remove_if(members.begin(), members.end(),
+                                       [&](const member& m) { return m.id == id; }),
+                        members.end());
+        },
+        caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+}
+
+bool is_uncovered_loss(const caf::error& err) {
+  return err.category() == error_category &&
+         err.code() == static_cast<std::uint8_t>(errc::unrecoverable_failure);
+}
 
 } // namespace
 
@@ -118,8 +149,21 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                                             "stages (one worker process each)");
   std::string problem;
   // Every worker loads the data itself; fail here first if it cannot be read.
-  if (!token_corpus::load(cfg.data, cfg.model, cfg.seed, problem))
+  auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
+  if (!corpus)
     return make_error(errc::invalid_data, problem);
+  const auto& ck = opts.checkpoints;
+  if (auto bad = check(ck))
+    return make_error(errc::invalid_config, *bad);
+  std::string resume; // the step directory every worker starts from
+  std::int64_t first_step = 0;
+  if (ck.resume) {
+    auto r = resume_point(cfg, ck.dir, corpus, "--resume");
+    if (!r)
+      return r.error();
+    first_step = (*r)->step;
+    resume = checkpoint_step_dir(ck.dir, first_step);
+  }
 
   caf::actor_system_config sys_cfg;
   configure_network(sys_cfg);
@@ -159,28 +203,98 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     return members.error();
   }
 
-  auto nodes = std::make_shared<process_nodes>(cfg, std::move(*members), gateway,
-                                               opts.frame_limit);
-  manager_spec spec;
-  spec.cfg = cfg;
-  spec.parts = partition(layer_costs(cfg.model), cfg.stages);
-  spec.nodes = nodes;
-  spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
-  spec.on_step = opts.on_step;
-  spec.collect_digests = opts.collect_digests;
-  spec.result = std::make_shared<run_result>();
+  std::shared_ptr<checkpoint_writer> writer;
+  if (ck.every > 0)
+    writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
+
+  // One manager per plan: the first on every worker that joined, each after a
+  // rollback on the survivors.
+  auto run_cfg = cfg;
+  auto live = std::move(*members);
+  std::uint64_t generation = 1;
+  run_result total;
+  caf::error failure;
   if (opts.on_started)
     opts.on_started();
-  auto manager = spawn_manager(sys, spec);
-  caf::error failure;
-  self->request(manager, caf::infinite, train_atom::value)
-      .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+  for (;;) {
+    manager_spec spec;
+    spec.cfg = run_cfg;
+    spec.parts = partition(layer_costs(run_cfg.model), run_cfg.stages);
+    spec.nodes = std::make_shared<process_nodes>(run_cfg, live, gateway, opts.frame_limit,
+                                                 generation, resume);
+    spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
+    spec.on_step = opts.on_step;
+    spec.collect_digests = opts.collect_digests;
+    spec.result = std::make_shared<run_result>();
+    spec.first_step = first_step;
+    spec.first_generation = generation;
+    spec.checkpoints = writer;
+    spec.checkpoint_every = ck.every;
+    spec.keep_nodes_on_failure = writer != nullptr;
+    if (total.rollbacks > 0)
+      spec.first_event = "rolled back to step " + std::to_string(first_step);
+    auto manager = spawn_manager(sys, spec);
+    failure = caf::error{};
+    self->request(manager, caf::infinite, train_atom::value)
+        .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+    auto& r = *spec.result;
+    // What stands of the earlier plans: the steps before this one's start.
+    std::move(r.failovers.begin(), r.failovers.end(),
+              std::back_inserter(total.failovers));
+    std::move(r.steps.begin(), r.steps.end(), std::back_inserter(total.steps));
+    if (!failure || !writer || !is_uncovered_loss(failure)) {
+      r.steps = std::move(total.steps);
+      r.failovers = std::move(total.failovers);
+      r.rollbacks = total.rollbacks;
+      total = std::move(r);
+      break;
+    }
+    // The fallback: the survivors, a stage each, from the newest checkpoint.
+    if (auto f = writer->finish(); !f.empty())
+      log::get("bamboo.checkpoint")->warn("{} checkpoint(s) failed", f.size());
+    std::vector<member> survivors;
+    for (int n : r.alive)
+      survivors.push_back(live.at(static_cast<std::size_t>(n)));
+    update_members(self, survivors); // and those that joined meanwhile
+    live = std::move(survivors);
+    if (static_cast<int>(live.size()) < 2) {
+      failure = make_error(errc::unrecoverable_failure,
+                           describe(failure) + "; " + std::to_string(live.size()) +
+                               " worker(s) left, 2 are needed to go on");
+      break;
+    }
+    run_cfg.stages = std::min(cfg.stages, static_cast<int>(live.size()));
+    auto point = resume_point(run_cfg, ck.dir, corpus, "rollback");
+    if (!point) {
+      failure = make_error(errc::unrecoverable_failure,
+                           describe(failure) + "; no checkpoint to roll back to (" +
+                               describe(point.error()) + ")");
+      break;
+    }
+    first_step = (*point)->step;
+    resume = checkpoint_step_dir(ck.dir, first_step);
+    generation = r.generation + 1;
+    ++total.rollbacks;
+    auto& steps = total.steps;
+    steps.erase(
+        std::remove_if(steps.begin(), steps.end(),
+                       [&](const step_record& s) { return s.step >= first_step; }),
+        steps.end());
+    log::get("bamboo.manager")
+        ->warn("rolling back to the checkpoint of step {} on {} workers, {} stages: {}",
+               first_step, live.size(), run_cfg.stages, describe(failure));
+    if (opts.on_rollback)
+      opts.on_rollback(first_step, describe(failure));
+  }
+  if (writer)
+    for (const auto& f : writer->finish())
+      log::get("bamboo.checkpoint")->error("checkpoint failed: {}", f);
   // Let the workers' leave frames go out before the connections close.
   self->receive(caf::after(std::chrono::milliseconds(100)) >> [] {});
   stop_gateway();
   if (failure)
     return failure;
-  return std::move(*spec.result);
+  return total;
 }
 
 } // namespace bamboo

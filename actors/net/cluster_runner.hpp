@@ -2,7 +2,10 @@
 // (cluster token, challenge-response) over CAF's middleman; once `stages` of
 // them joined, the same cluster manager as in embedded mode drives the run,
 // through proxies that stand for each worker's actors. Tensors move between the
-// workers over Gloo, through the rendezvous store this process hosts.
+// workers over Gloo, through the rendezvous store this process hosts. When
+// shadows cannot cover a loss, the runner rolls the survivors back to the
+// newest checkpoint and starts a new manager on them (a stage each), in the
+// same processes: the fallback.
 #pragma once
 
 #include <chrono>
@@ -14,6 +17,7 @@
 
 #include "actors/plan/heartbeat_tracker.hpp"
 #include "actors/plan/run_record.hpp"
+#include "actors/resume_point.hpp"
 #include "model/config.hpp"
 #include "schema/codec.hpp"
 
@@ -27,11 +31,19 @@ struct cluster_options {
   heartbeat_policy heartbeats;
   std::chrono::milliseconds join_timeout{std::chrono::minutes(2)};
   bool collect_digests = false; // the workers' final state digests into the result
+  // Checkpoints as in embedded mode; every worker writes its stage's file into
+  // `dir` (one directory that every process reaches), this process the
+  // manifest. With checkpoints, a loss that shadows cannot cover rolls every
+  // surviving worker back to the newest complete one, on a new plan.
+  checkpoint_options checkpoints;
   // Called on the caller's thread: workers may join now; all have joined and
   // the first step begins.
   std::function<void(std::uint16_t port)> on_listening;
   std::function<void()> on_started;
   std::function<void(const step_record&)> on_step; // on the manager's thread
+  // The run goes on from the checkpoint of `to_step` (steps from there on are
+  // undone), on the caller's thread.
+  std::function<void(std::int64_t to_step, const std::string& why)> on_rollback;
 };
 
 // Errors as run_embedded's, plus errc::transport_failure when the port cannot

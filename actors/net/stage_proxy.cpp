@@ -26,20 +26,22 @@ struct proxy_state {
     if (spec_.assign)
       forward(*spec_.assign);
     else
-      forward(schema::attach{"shadow"});
+      forward(schema::attach{"shadow", spec_.generation});
     // The worker's actors end with the manager's: a proxy that stops tells them.
     // When the gateway ended it (the process was declared lost) the process is
     // fenced: if it still runs (it was stopped, say), its state is stale.
-    self_->attach_functor(
-        [agent = spec_.agent, target = spec_.target](const caf::error& e) {
-          const bool lost = e.category() == error_category &&
-                            e.code() == static_cast<std::uint8_t>(errc::node_lost);
-          caf::anon_send(agent, to_wire(schema::leave{lost ? "fenced: declared lost (" +
-                                                                 describe(e) + ")"
-                                                           : "the manager is done with "
-                                                             "the node"},
-                                        target));
-        });
+    self_->attach_functor([agent = spec_.agent,
+                           target = spec_.target](const caf::error& e) {
+      auto is = [&](errc c) {
+        return e.category() == error_category && e.code() == static_cast<std::uint8_t>(c);
+      };
+      schema::leave l{"the manager is done with the node"};
+      if (is(errc::node_lost))
+        l.reason = "fenced: declared lost (" + describe(e) + ")";
+      else if (is(errc::unrecoverable_failure)) // a rollback: wait for a new plan
+        l = schema::leave{"rolling back to a checkpoint (" + describe(e) + ")", true};
+      caf::anon_send(agent, to_wire(l, target));
+    });
     return {
         [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
           forward(schema::run_step{gen, static_cast<std::uint64_t>(k)});
@@ -83,6 +85,13 @@ struct proxy_state {
           const auto id = ++requests_;
           copies_.emplace(id, rp);
           forward(schema::state_copy{gen, static_cast<std::uint64_t>(k), id});
+          return rp;
+        },
+        [this](checkpoint_atom, const std::string& dir, std::int64_t k) {
+          auto rp = self_->make_response_promise<checkpoint_shard>();
+          const auto id = ++requests_;
+          checkpoints_.emplace(id, rp);
+          forward(schema::checkpoint_request{id, static_cast<std::uint64_t>(k), dir});
           return rp;
         },
         [this](const replica_handle&) {
@@ -156,6 +165,18 @@ private:
       it->second.deliver(make_error(errc::transport_failure, r.error));
     copies_.erase(it);
   }
+  void handle(const schema::checkpoint_written& r) {
+    auto it = checkpoints_.find(r.request);
+    if (it == checkpoints_.end())
+      return;
+    if (r.error.empty())
+      it->second.deliver(checkpoint_shard{r.file, r.sha256, r.bytes, r.tensors});
+    else
+      it->second.deliver(
+          make_error(errc::checkpoint_failed,
+                     "node " + std::to_string(spec_.node) + ": " + r.error));
+    checkpoints_.erase(it);
+  }
   void handle(const schema::frame_rejected& r) {
     logger_->warn("node {} rejected a frame: {}", spec_.node, r.reason);
   }
@@ -174,6 +195,7 @@ private:
   std::map<std::uint64_t, caf::typed_response_promise<std::vector<schema::tensor_digest>>>
       digests_;
   std::map<std::uint64_t, caf::typed_response_promise<state_copy>> copies_;
+  std::map<std::uint64_t, caf::typed_response_promise<checkpoint_shard>> checkpoints_;
 };
 
 stage_proxy_actor::behavior_type

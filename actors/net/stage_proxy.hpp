@@ -32,6 +32,7 @@ struct stage_proxy_spec {
   int node = 0;       // the manager's number of the node
   schema::target target = schema::target::stage;
   std::optional<schema::assign> assign; // the stage's proxy sets the node up
+  std::uint64_t generation = 1;         // of the plan the proxy belongs to
   std::size_t frame_limit = schema::default_frame_limit;
 };
 

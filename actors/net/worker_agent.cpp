@@ -13,6 +13,7 @@
 #include "actors/node.hpp"
 #include "actors/stage_actor.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
 #include "model/stage_executor.hpp"
@@ -114,10 +115,16 @@ private:
   // A frame for the manager-side actor of the local actor that sent the message.
   void to_manager(const schema::frame& f) {
     auto it = target_of_.find(self_->current_sender());
-    if (it == target_of_.end())
+    if (it == target_of_.end()) {
+      logger_->debug("node {}: dropped a frame from an actor of an earlier plan",
+                     member_);
       return;
+    }
     auto p = proxies_.find(it->second);
     if (p == proxies_.end()) {
+      logger_->debug("node {}: holding a frame for target {} until the manager's "
+                     "actor is known ({} known)",
+                     member_, static_cast<int>(it->second), proxies_.size());
       held_[it->second].push_back(to_wire(f));
       return;
     }
@@ -160,16 +167,27 @@ private:
   }
 
   void handle(const schema::assign& a) {
-    if (group_) {
+    if (group_ && a.generation <= generation_) {
       logger_->warn("node {}: ignored a second assignment", member_);
       return;
+    }
+    if (group_) // a newer plan (a rollback) before the old one's leave frames
+      reset();
+    generation_ = a.generation;
+    for (auto it = early_.begin(); it != early_.end();) {
+      if (it->second.first == generation_)
+        proxies_[it->first] = it->second.second;
+      it = it->second.first <= generation_ ? early_.erase(it) : std::next(it);
     }
     std::string problem;
     auto cfg = from_settings(a.config, problem);
     std::shared_ptr<const token_corpus> corpus;
     if (cfg)
       corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
-    if (!cfg || !corpus) {
+    std::shared_ptr<const checkpoint> resume;
+    if (cfg && corpus && !a.resume.empty())
+      resume = load_resume(*cfg, a.resume, problem);
+    if (!cfg || !corpus || (!a.resume.empty() && !resume)) {
       logger_->error("node {}: cannot take the assignment: {}", member_, problem);
       finish(make_error(errc::invalid_config, problem));
       return;
@@ -194,16 +212,33 @@ private:
     res.transports = registry_;
     res.sync = shadow_sync::transport;
     res.detector = false; // this agent heartbeats for the process
+    res.resume = resume;
     auto h = spawn_node(self_, na, res);
     group_ = h.group;
     add_local(target::stage, h.stage);
     if (h.shadow)
       add_local(target::shadow, h.shadow);
-    logger_->info("node {}: stage {}{}, generation {}", member_, a.stage,
+    logger_->info("node {}: stage {}{}, generation {}{}", member_, a.stage,
                   a.shadow_stage >= 0
                       ? ", replica of stage " + std::to_string(a.shadow_stage)
                       : std::string(),
-                  a.generation);
+                  a.generation, resume ? ", from " + a.resume : std::string());
+  }
+
+  // The checkpoint an assignment starts from (a step directory every node
+  // can reach), checked against the run's configuration.
+  static std::shared_ptr<const checkpoint>
+  load_resume(const train_config& cfg, const std::string& path, std::string& problem) {
+    auto c = load_checkpoint_dir(path, problem);
+    if (!c) {
+      problem = "checkpoint " + path + ": " + problem;
+      return nullptr;
+    }
+    if (c->config != checkpoint_config(cfg)) {
+      problem = "checkpoint " + path + " is of another configuration (" + c->config + ")";
+      return nullptr;
+    }
+    return std::make_shared<const checkpoint>(std::move(*c));
   }
 
   void add_local(target t, const stage_actor& a) {
@@ -211,7 +246,15 @@ private:
     target_of_[caf::actor_cast<caf::strong_actor_ptr>(a)] = t;
   }
 
-  void handle(const schema::attach&) { learn_proxy(); }
+  // A newer plan's actor may introduce itself before the plan's assignment
+  // comes: it is known from that assignment on. An older one's is stale.
+  void handle(const schema::attach& a) {
+    if (a.generation == generation_)
+      learn_proxy();
+    else if (a.generation > generation_)
+      early_[target_] = {a.generation,
+                         caf::actor_cast<caf::actor>(self_->current_sender())};
+  }
   void handle(const schema::run_step& r) {
     to_local(run_step_atom::value, r.generation, static_cast<std::int64_t>(r.step));
   }
@@ -251,6 +294,27 @@ private:
             [this](caf::error& err) {
               logger_->warn("node {}: no state digests to report: {}", member_,
                             describe(err));
+            });
+  }
+  void handle(const schema::checkpoint_request& c) {
+    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+    auto a = local();
+    if (!a) {
+      self_->send(proxy, to_wire(schema::checkpoint_written{
+                             c.request, "", "", 0, 0, "no stage for this checkpoint"}));
+      return;
+    }
+    self_
+        ->request(a, std::chrono::seconds(120), checkpoint_atom::value, c.dir,
+                  static_cast<std::int64_t>(c.step))
+        .then(
+            [this, proxy, id = c.request](checkpoint_shard& f) {
+              self_->send(proxy, to_wire(schema::checkpoint_written{
+                                     id, f.file, f.sha256, f.bytes, f.tensors, ""}));
+            },
+            [this, proxy, id = c.request](caf::error& err) {
+              self_->send(proxy, to_wire(schema::checkpoint_written{id, "", "", 0, 0,
+                                                                    describe(err)}));
             });
   }
   // Re-homing: an owner sends its state, or a replica added to this node (its
@@ -318,6 +382,17 @@ private:
       registry_->abort(g.generation, g.reason);
   }
   void handle(const schema::leave& l) {
+    if (l.stay) {
+      // Only the actors of the plan being left say so (a late frame of an
+      // older one must not undo a newer assignment).
+      auto p = proxies_.find(target_);
+      if (p == proxies_.end() ||
+          p->second != caf::actor_cast<caf::actor>(self_->current_sender()))
+        return;
+      logger_->info("node {}: {}; waiting for a new assignment", member_, l.reason);
+      reset();
+      return;
+    }
     if (schema::added_replica_stage(target_) >= 0) {
       logger_->info("node {}: the replica of stage {} goes: {}", member_,
                     schema::added_replica_stage(target_), l.reason);
@@ -356,6 +431,21 @@ private:
     finish(make_error(errc::node_lost, "an actor of the node ended"));
   }
 
+  // Back to a member without an assignment: the node's actors and transports
+  // go, the membership and the heartbeats stay.
+  void reset() {
+    target_of_.clear(); // their ends are not the node's failure
+    if (group_)
+      group_->kill_all({});
+    group_.reset();
+    if (registry_)
+      registry_->abort_all("the plan was left");
+    registry_.reset();
+    locals_.clear();
+    proxies_.clear();
+    held_.clear();
+  }
+
   // The node's actors end with the process's agent.
   void finish(caf::error reason) {
     if (group_)
@@ -376,6 +466,7 @@ private:
   std::shared_ptr<node_group> group_;
   // From the assignment: what a replica added later is made of.
   int node_ = -1;
+  std::uint64_t generation_ = 0; // of the assignment
   train_config cfg_;
   std::shared_ptr<const token_corpus> corpus_;
   std::vector<stage_range> parts_;
@@ -384,7 +475,9 @@ private:
   std::map<target, caf::actor> proxies_;
   std::map<caf::strong_actor_ptr, target> target_of_;
   std::map<target, std::vector<wire_frame>> held_; // for proxies not yet known
-  std::set<caf::strong_actor_ptr> told_;           // peers told of a bad frame
+  // Actors of a newer plan that introduced themselves before its assignment.
+  std::map<target, std::pair<std::uint64_t, caf::actor>> early_;
+  std::set<caf::strong_actor_ptr> told_; // peers told of a bad frame
 };
 
 caf::behavior worker_agent(caf::stateful_actor<agent_state>* self, worker_spec spec) {

@@ -89,6 +89,9 @@ struct run_result {
   std::vector<schema::tensor_digest> digests, shadow_digests;
   std::vector<double> heartbeat_max_gap_s; // per node
   std::vector<int> heartbeats;             // per node
+  std::uint64_t generation = 0;            // the last one of the run
+  std::vector<int> alive;                  // the nodes alive at the end
+  int rollbacks = 0; // to a checkpoint, losses shadows could not cover
 };
 
 } // namespace bamboo

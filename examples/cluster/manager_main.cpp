@@ -90,11 +90,6 @@ int main(int argc, char** argv) {
                  "preempt worker processes with signals\n";
     return 2;
   }
-  if (!o.run.checkpoint_dir.empty()) {
-    std::cerr << "bamboo-manager: error: checkpoints (--checkpoint-dir) are not yet "
-                 "supported across processes\n";
-    return 2;
-  }
   log::set_level(o.log_level);
   auto token = process::token_or_complain("bamboo-manager", token_file);
   if (!token)
@@ -103,6 +98,7 @@ int main(int argc, char** argv) {
   c.token = *token;
   c.heartbeats = o.run.heartbeats;
   c.collect_digests = o.run.collect_digests;
+  c.checkpoints = o.run.checkpoints;
   c.join_timeout = std::chrono::seconds(join_timeout_s);
   if (app.count("--stages") == 0)
     return admit_only(c);
@@ -117,6 +113,10 @@ int main(int argc, char** argv) {
     status::emit("listening " + std::to_string(p));
   };
   c.on_started = [] { status::emit("started"); };
+  c.on_rollback = [&](std::int64_t to_step, const std::string& why) {
+    report.on_rollback(to_step, why);
+    status::emit("rollback " + std::to_string(to_step));
+  };
   c.on_step = [&](const step_record& r) {
     report.on_step(r);
     status::emit("committed " + std::to_string(r.step));

@@ -81,15 +81,15 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "missed heartbeats before a node is declared lost")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--checkpoint-dir", o.run.checkpoint_dir,
+  app.add_option("--checkpoint-dir", o.run.checkpoints.dir,
                  "directory of checkpoints (one step-NNNNNNNN/ each)");
-  app.add_option("--checkpoint-every", o.run.checkpoint_every,
+  app.add_option("--checkpoint-every", o.run.checkpoints.every,
                  "write a checkpoint every N steps, in the background")
       ->check(CLI::PositiveNumber);
-  app.add_option("--keep", o.run.checkpoint_keep,
+  app.add_option("--keep", o.run.checkpoints.keep,
                  "keep the newest K complete checkpoints (default: all)")
       ->check(CLI::PositiveNumber);
-  app.add_flag("--resume", o.run.resume,
+  app.add_flag("--resume", o.run.checkpoints.resume,
                "start from the newest complete checkpoint in --checkpoint-dir (any "
                "number of stages)");
 }
@@ -109,8 +109,8 @@ std::optional<std::string> train_options::finish() {
   for (const auto& p : s_->preempt)
     if (auto problem = parse_preempt(p, o_.run.preemptions, o_.run.preempt_rate))
       return problem;
-  if ((o_.run.checkpoint_every > 0 || o_.run.resume) && o_.run.checkpoint_dir.empty())
-    return "--checkpoint-every and --resume need --checkpoint-dir";
+  if (auto problem = check(o_.run.checkpoints))
+    return problem;
   return validate(c);
 }
 

@@ -38,11 +38,6 @@ int main(int argc, char** argv) {
                    "worker process per stage)\n";
       return 2;
     }
-    if (!opts->run.checkpoint_dir.empty()) {
-      std::cerr << "bamboo-train: error: checkpoints (--checkpoint-dir) are not yet "
-                   "supported with --processes\n";
-      return 2;
-    }
     if (opts->run.preempt_rate > 0) {
       std::cerr << "bamboo-train: error: --preempt rate=R is for embedded runs; with "
                    "--processes give node=N@step=K\n";

@@ -36,7 +36,7 @@ bool run_report::open_ledger(const char* program) {
     return false;
   }
   // A resumed run goes on with the ledger of the run it resumes.
-  ledger_.open(o_.ledger, o_.run.resume ? std::ios::app : std::ios::trunc);
+  ledger_.open(o_.ledger, o_.run.checkpoints.resume ? std::ios::app : std::ios::trunc);
   if (!ledger_) {
     std::cerr << program << ": error: cannot write ledger file '" << o_.ledger << "'\n";
     return false;
@@ -72,6 +72,14 @@ void run_report::on_step(const step_record& r) {
   }
 }
 
+void run_report::on_rollback(std::int64_t to_step, const std::string& why) {
+  if (ledger_.is_open())
+    ledger_ << format_rollback({to_step, why}) << "\n" << std::flush;
+  std::printf("rolled back to the checkpoint of step %lld: %s\n",
+              static_cast<long long>(to_step), why.c_str());
+  std::fflush(stdout);
+}
+
 void run_report::summary(const run_result& r) const {
   const auto& cfg = o_.cfg;
   const auto& steps = r.steps;
@@ -95,6 +103,10 @@ void run_report::summary(const run_result& r) const {
   std::printf("summary: redundancy %s, %zu preemptions survived, %d forwards + %d "
               "backwards recomputed (micro-batch passes), mean step %.3f s\n",
               to_string(cfg.redundancy), r.failovers.size(), fwd, bwd, mean_step);
+  if (r.rollbacks > 0)
+    std::printf("summary: %d rollback(s) to a checkpoint, for losses shadows could not "
+                "cover\n",
+                r.rollbacks);
   if (!r.failovers.empty())
     std::printf("summary: failover latency, loss to step completion: %s\n",
                 latencies.c_str());

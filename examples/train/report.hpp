@@ -20,6 +20,8 @@ public:
   // ..." on failure.
   bool open(const char* program);
   void on_step(const step_record& r);
+  // Every step from `to_step` on is undone (a rollback to its checkpoint).
+  void on_rollback(std::int64_t to_step, const std::string& why);
   void summary(const run_result& r) const;
   // The --state-digests file: "role,name,count,digest" rows (role owner or shadow,
   // digest in hex); prints "<program>: error: ..." and returns false on failure.

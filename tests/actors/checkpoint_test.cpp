@@ -49,15 +49,15 @@ run_result train(const train_config& c, run_options o) {
 
 run_options checkpointing(const std::string& dir, int every) {
   run_options o;
-  o.checkpoint_dir = dir;
-  o.checkpoint_every = every;
+  o.checkpoints.dir = dir;
+  o.checkpoints.every = every;
   return o;
 }
 
 run_options resuming(const std::string& dir) {
   run_options o;
-  o.checkpoint_dir = dir;
-  o.resume = true;
+  o.checkpoints.dir = dir;
+  o.checkpoints.resume = true;
   return o;
 }
 
@@ -127,12 +127,12 @@ TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one,
   const scratch_dir dir;
   const auto cfg = small(model_kind::gpt, 2);
   auto o = checkpointing(dir.path(), 2);
-  o.checkpoint_keep = 2;
+  o.checkpoints.keep = 2;
   const auto straight = train(cfg, o);
   // Steps 2, 4, 6 and 8 were written; the newest two are kept.
   CHECK_FALSE(std::filesystem::exists(dir.path() + "/step-00000004"));
   CHECK(std::filesystem::exists(dir.path() + "/step-00000006/manifest.json"));
-  const auto latest = dir.path() + "/step-00000008/state.safetensors";
+  const auto latest = dir.path() + "/step-00000008/stage-1.safetensors";
   {
     std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(-5, std::ios::end);
@@ -148,8 +148,9 @@ TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one,
   REQUIRE(c);
   CHECK(c->step == 6);
   REQUIRE(skipped.size() == 1);
-  CHECK(skipped[0].find("step-00000008: state.safetensors does not match the manifest") !=
-        std::string::npos);
+  CHECK(
+      skipped[0].find("step-00000008: stage-1.safetensors does not match the manifest") !=
+      std::string::npos);
   check_continues(straight, train(cfg, resuming(dir.path())), 6);
 
   // An interrupted write (no manifest) is not a checkpoint either.
@@ -180,7 +181,7 @@ TEST_CASE("resuming another configuration, or from no checkpoint, is refused by 
   REQUIRE_FALSE(past);
   CHECK(describe(past.error()).find("leaves nothing to run") != std::string::npos);
   run_options no_dir;
-  no_dir.checkpoint_every = 2;
+  no_dir.checkpoints.every = 2;
   auto missing = run_embedded(cfg, no_dir);
   REQUIRE_FALSE(missing);
   CHECK(describe(missing.error()).find("need --checkpoint-dir") != std::string::npos);
@@ -195,10 +196,14 @@ TEST_CASE("a Python reader finds each layer's parameters and moments in a checkp
   const auto r = train(cfg, checkpointing(dir.path(), 2));
   auto out = test::run_command(std::string("/usr/bin/python3 ") + BAMBOO_SOURCE_DIR +
                                "/tests/model/read_safetensors.py " + dir.path() +
-                               "/step-00000002/state.safetensors");
+                               "/step-00000002");
   INFO(out.output);
   REQUIRE(out.status == 0);
   CHECK(out.output.find("meta step=2") != std::string::npos);
+  CHECK(out.output.find("manifest step=2") != std::string::npos);
+  CHECK(out.output.find("manifest files=stage-0.safetensors,stage-1.safetensors") !=
+        std::string::npos);
+  CHECK(out.output.find("manifest cursor=16") != std::string::npos);
   const auto lines = "\n" + out.output;
   // Every parameter of the final state is there with both moments (the values
   // are those of step 2, not the final ones: only names and counts compare).

@@ -58,8 +58,9 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "--checkpoint-every");
   check_rejected("--checkpoint-dir " + dir.path() + " --resume --steps 1",
                  "no complete checkpoint");
-  check_rejected("--processes --stages 2 --checkpoint-dir " + dir.path(),
-                 "not yet supported with --processes");
+  check_rejected("--processes --stages 2 --steps 1 --checkpoint-dir " + dir.path() +
+                     " --resume",
+                 "no complete checkpoint");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",

@@ -1,9 +1,13 @@
 """Reads a safetensors file from the format's description alone (8-byte
 little-endian header length, JSON header, raw little-endian data) with numpy,
 and prints what it found: one line per tensor, `name shape count first last sum`
-(values as exact Python floats), then one line per metadata entry. Run with
-Debian's /usr/bin/python3 (python3-numpy)."""
+(values as exact Python floats), then one line per metadata entry. Given a
+checkpoint's step directory, it reads manifest.json, checks the SHA-256 and
+size of every file it lists, and prints the tensors of all of them, then
+`manifest KEY=VALUE` lines. Run with Debian's /usr/bin/python3 (python3-numpy)."""
+import hashlib
 import json
+import os
 import struct
 import sys
 
@@ -11,8 +15,23 @@ import numpy as np
 
 
 def main(path):
-    with open(path, "rb") as f:
-        raw = f.read()
+    if not os.path.isdir(path):
+        with open(path, "rb") as f:
+            read_file(f.read())
+        return
+    with open(os.path.join(path, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    for name in manifest["files"].split(","):
+        with open(os.path.join(path, name), "rb") as f:
+            raw = f.read()
+        assert hashlib.sha256(raw).hexdigest() == manifest[name + ".sha256"], name
+        assert str(len(raw)) == manifest[name + ".bytes"], name
+        read_file(raw)
+    for k, v in sorted(manifest.items()):
+        print(f"manifest {k}={v}")
+
+
+def read_file(raw):
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + n].decode("ascii"))
     data = raw[8 + n :]

@@ -1,5 +1,5 @@
 @0x91bfb32c5e71465f;
-# TEST ONLY: control.capnp as a future minor version (1.5) would write it, to
+# TEST ONLY: control.capnp as a future minor version (1.6) would write it, to
 # check that readers of either version understand each other.
 # bamboo control frames. Fields are only ever added, never renumbered or removed;
 # a reader of minor version n reads frames of any minor version of the same major.
@@ -7,17 +7,17 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 5;
+const minorVersion :UInt16 = 6;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
-  load @4 :Float32;      # added in 1.5
+  load @4 :Float32;      # added in 1.6
 }
 
-struct DrainNotice {     # added in 1.5
+struct DrainNotice {     # added in 1.6
   node @0 :UInt32;
 }
 
@@ -134,11 +134,13 @@ struct Assign {
   shadowStage @2 :Int32;   # -1: no replica on this node
   generation @3 :UInt64;
   config @4 :TrainConfig;
+  resume @5 :Text;
 }
 
 # The manager-side actor of the node's replica introduces itself.
 struct Attach {
-  role @0 :Text;           # "shadow"
+  role @0 :Text;
+  generation @1 :UInt64;           # "shadow"
 }
 
 struct RunStep {
@@ -200,6 +202,7 @@ struct GenerationEnd {
 
 struct Leave {
   reason @0 :Text;
+  stay @1 :Bool;
 }
 
 struct TensorDigest {
@@ -228,6 +231,21 @@ struct StateCopied {
   digest @1 :UInt64;
   bytes @2 :UInt64;
   error @3 :Text;
+}
+
+struct CheckpointRequest {
+  request @0 :UInt64;
+  step @1 :UInt64;
+  dir @2 :Text;
+}
+
+struct CheckpointWritten {
+  request @0 :UInt64;
+  file @1 :Text;
+  sha256 @2 :Text;
+  bytes @3 :UInt64;
+  tensors @4 :UInt64;
+  error @5 :Text;
 }
 
 struct Frame {
@@ -263,7 +281,9 @@ struct Frame {
     stateReport @29 :StateReport;
     stateCopy @30 :StateCopy;
     stateCopied @31 :StateCopied;
-    drain @32 :DrainNotice;  # added in 1.5
+    checkpointRequest @32 :CheckpointRequest;
+    checkpointWritten @33 :CheckpointWritten;
+    drain @34 :DrainNotice;  # added in 1.6
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
 }

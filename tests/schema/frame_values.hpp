@@ -66,10 +66,10 @@ inline bool operator==(const train_settings& a, const train_settings& b) {
   return fields(a) == fields(b);
 }
 inline auto fields(const assign& x) {
-  return std::tie(x.node, x.stage, x.shadow_stage, x.generation, x.config);
+  return std::tie(x.node, x.stage, x.shadow_stage, x.generation, x.config, x.resume);
 }
 inline auto fields(const attach& x) {
-  return std::tie(x.role);
+  return std::tie(x.role, x.generation);
 }
 inline auto fields(const run_step& x) {
   return std::tie(x.generation, x.step);
@@ -98,7 +98,7 @@ inline auto fields(const generation_end& x) {
   return std::tie(x.generation, x.reason);
 }
 inline auto fields(const leave& x) {
-  return std::tie(x.reason);
+  return std::tie(x.reason, x.stay);
 }
 inline auto fields(const tensor_digest& x) {
   return std::tie(x.name, x.count, x.digest);
@@ -117,6 +117,12 @@ inline auto fields(const state_copy& x) {
 }
 inline auto fields(const state_copied& x) {
   return std::tie(x.request, x.digest, x.bytes, x.error);
+}
+inline auto fields(const checkpoint_request& x) {
+  return std::tie(x.request, x.step, x.dir);
+}
+inline auto fields(const checkpoint_written& x) {
+  return std::tie(x.request, x.file, x.sha256, x.bytes, x.tensors, x.error);
 }
 
 // Equal kinds and equal fields.
@@ -183,8 +189,8 @@ inline std::vector<frame> every_kind() {
       join_accept{14, 15, 29500, 40},
       join_refused{"wrong cluster token"},
       frame_rejected{"malformed: short"},
-      assign{16, 1, 2, 17, sample_settings()},
-      attach{"shadow"},
+      assign{16, 1, 2, 17, sample_settings(), "/ckpt/step-00000005"},
+      attach{"shadow", 46},
       run_step{18, 19},
       progress_request{20, 21},
       progress_report{22, 1, 23, {0, 1}, {0}, {1}, true, rep},
@@ -194,14 +200,16 @@ inline std::vector<frame> every_kind() {
       done(28, 29, 1, synced{}),
       step_failed{30, 31, 2, "timeout: no tensor"},
       generation_end{32, "node 3 lost"},
-      leave{"fenced"},
+      leave{"fenced", true},
       done(33, 34, 1, sync_lost{}),
       done(35, 36, 2, resync{}),
       state_request{37},
       state_report{
           38, {{"layer1.weight", 1024, 0xdeadbeefcafef00dull}, {"stage0#steps", 1, 42}}},
       state_copy{39, 40, 41},
-      state_copied{42, 0x0123456789abcdefull, 4096, "aborted: node 2 lost"}};
+      state_copied{42, 0x0123456789abcdefull, 4096, "aborted: node 2 lost"},
+      checkpoint_request{43, 44, "/ckpt/step-00000044"},
+      checkpoint_written{45, "stage-1.safetensors", "ab12", 4096, 7, "disk full"}};
 }
 
 } // namespace bamboo::schema

@@ -1,0 +1,52 @@
+#include "actors/resume_point.hpp"
+
+#include "actors/errors.hpp"
+#include "log/log.hpp"
+#include "model/checkpoint.hpp"
+#include "model/model.hpp"
+#include "model/partition.hpp"
+#include "model/stage_executor.hpp"
+
+namespace bamboo {
+
+std::optional<std::string> check(const checkpoint_options& o) {
+  if ((o.every > 0 || o.resume) && o.dir.empty())
+    return "--checkpoint-every and --resume need --checkpoint-dir";
+  if (o.every < 0 || o.keep < 0)
+    return "--checkpoint-every and --keep must not be negative";
+  return std::nullopt;
+}
+
+caf::expected<std::shared_ptr<const checkpoint>>
+resume_point(const train_config& cfg, const std::string& dir,
+             const std::shared_ptr<const token_corpus>& corpus, const std::string& what) {
+  auto logger = log::get("bamboo.checkpoint");
+  std::vector<std::string> skipped;
+  std::string error;
+  auto c = load_latest_checkpoint(dir, skipped, error);
+  for (const auto& s : skipped)
+    logger->warn("{}", s);
+  if (!c)
+    return make_error(errc::invalid_data, what + ": " + error);
+  if (c->config != checkpoint_config(cfg))
+    return make_error(errc::invalid_config,
+                      what + ": the checkpoint of step " + std::to_string(c->step) +
+                          " is of another configuration (" + c->config +
+                          "; this run: " + checkpoint_config(cfg) + ")");
+  if (c->step >= cfg.steps)
+    return make_error(errc::invalid_config,
+                      what + ": the checkpoint is of step " + std::to_string(c->step) +
+                          ", and --steps " + std::to_string(cfg.steps) +
+                          " leaves nothing to run");
+  const auto parts = partition(layer_costs(cfg.model), cfg.stages);
+  for (int s = 0; s < cfg.stages; ++s) {
+    auto problem = stage_executor(cfg, s, parts[s], corpus).load_checkpoint(*c);
+    if (!problem.empty())
+      return make_error(errc::invalid_data,
+                        what + ": stage " + std::to_string(s) + ": " + problem);
+  }
+  logger->info("{}: step {} from {} ({} tensors)", what, c->step, dir, c->tensors.size());
+  return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
+}
+
+} // namespace bamboo

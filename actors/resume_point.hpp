@@ -1,0 +1,35 @@
+// Where a run starts when it resumes or rolls back: the newest complete
+// checkpoint of a directory (damaged ones skipped, each with a message), of
+// this run's configuration, holding every tensor that each stage of this run's
+// partition needs. Shared by embedded mode and the cluster runner.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "model/config.hpp"
+
+namespace bamboo {
+
+struct checkpoint;
+class token_corpus;
+
+struct checkpoint_options {
+  std::string dir;
+  int every = 0; // steps between checkpoints; 0: none
+  int keep = 0;  // the newest kept; 0: all
+  bool resume = false;
+};
+
+// The options' mistakes, in the command line's words.
+std::optional<std::string> check(const checkpoint_options& o);
+
+// `what` names the reason in errors ("--resume", "rollback").
+caf::expected<std::shared_ptr<const checkpoint>>
+resume_point(const train_config& cfg, const std::string& dir,
+             const std::shared_ptr<const token_corpus>& corpus, const std::string& what);
+
+} // namespace bamboo
