@@ -229,6 +229,15 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
   return c;
 }
 
+bool has_complete_checkpoint(const std::string& dir) {
+  if (dir.empty())
+    return false;
+  for (const auto& [step, path] : listed(dir))
+    if (fs::exists(fs::path(path) / manifest_file))
+      return true;
+  return false;
+}
+
 std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
                                                  std::vector<std::string>& skipped,
                                                  std::string& error) {

@@ -60,6 +60,9 @@ bool write_checkpoint_manifest(const std::string& dir, const checkpoint_manifest
 std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
                                               std::string& error);
 
+// Whether `dir` holds a checkpoint with a manifest (not checked further).
+bool has_complete_checkpoint(const std::string& dir);
+
 // What a checkpoint must share with the run that resumes it (the model, the
 // seed and the global batch: the sample order and every random draw).
 std::string checkpoint_config(const train_config& cfg);

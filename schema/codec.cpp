@@ -234,6 +234,7 @@ struct writer {
     a.setGeneration(x.generation);
     a.setStorePort(x.store_port);
     a.setHeartbeatMs(x.heartbeat_ms);
+    a.setHeartbeatMisses(x.heartbeat_misses);
   }
   void operator()(const join_refused& x) { b.initRefused().setReason(x.reason); }
   void operator()(const frame_rejected& x) { b.initRejected().setReason(x.reason); }
@@ -344,7 +345,7 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   case wire::Frame::Body::ACCEPT: {
     auto a = b.getAccept();
     return join_accept{a.getNode(), a.getGeneration(), a.getStorePort(),
-                       a.getHeartbeatMs()};
+                       a.getHeartbeatMs(), a.getHeartbeatMisses()};
   }
   case wire::Frame::Body::REFUSED: return join_refused{b.getRefused().getReason().cStr()};
   case wire::Frame::Body::REJECTED:

@@ -86,6 +86,9 @@ struct join_accept {
   std::uint64_t generation = 0;
   std::uint16_t store_port = 0;
   std::uint32_t heartbeat_ms = 0; // 0: the worker's own setting
+  // 1.5: the manager's heartbeats come at heartbeat_ms too; this many periods
+  // without one and the worker takes the manager for lost (0: it does not).
+  std::uint32_t heartbeat_misses = 0;
 };
 
 struct join_refused {

@@ -79,6 +79,8 @@ struct JoinAccept {
   generation @1 :UInt64;
   storePort @2 :UInt16;   # the rendezvous store of the tensor transport
   heartbeatMs @3 :UInt32; # 1.2: the period the manager expects heartbeats at
+  heartbeatMisses @4 :UInt32; # 1.5: the manager heartbeats too; this many
+                              # periods without one and it is lost (0: none)
 }
 
 struct JoinRefused {

@@ -289,7 +289,10 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (writer)
     for (const auto& f : writer->finish())
       log::get("bamboo.checkpoint")->error("checkpoint failed: {}", f);
-  // Let the workers' leave frames go out before the connections close.
+  // Every member is let go (a standby one too), and the leave frames go out
+  // before the connections close.
+  caf::anon_send(gateway, broadcast_atom::value,
+                 to_wire(schema::leave{"the run is over"}));
   self->receive(caf::after(std::chrono::milliseconds(100)) >> [] {});
   stop_gateway();
   if (failure)

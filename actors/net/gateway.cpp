@@ -91,9 +91,9 @@ private:
     self_->monitor(caf::actor_cast<caf::actor>(sender));
     tracker_.watch(node, clock_type::now());
     logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
-    reply(
-        schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
-                            static_cast<std::uint32_t>(spec_.heartbeats.period.count())});
+    reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
+                              static_cast<std::uint32_t>(spec_.heartbeats.period.count()),
+                              static_cast<std::uint32_t>(spec_.heartbeats.misses)});
     if (spec_.listener)
       self_->send(spec_.listener, joined_atom::value, node,
                   caf::actor_cast<caf::actor>(sender));
@@ -174,6 +174,11 @@ private:
           lose(victim, failover_cause::missed_heartbeats, "");
           break;
         }
+    // The manager's own heartbeat: a worker that stops hearing it (the manager
+    // stopped, or cut off) gives up instead of waiting forever.
+    const auto beat = to_wire(schema::heartbeat{manager_node, 0, 0, 0});
+    for (auto& [p, n] : members_)
+      self_->send(caf::actor_cast<caf::actor>(p), beat);
     self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
   }
 

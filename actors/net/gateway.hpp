@@ -22,6 +22,9 @@ namespace bamboo {
 //    it the member's preemption notice as (notice_atom, deadline_ms);
 //  (broadcast_atom, wire_frame): to every member (the end of a generation);
 //  to the listener: (joined_atom, member, agent) and (lost_atom, member).
+// The node number of the manager's own heartbeats to its workers.
+inline constexpr std::uint32_t manager_node = 0xffffffffu;
+
 struct gateway_spec {
   std::string token;
   std::size_t frame_limit = schema::default_frame_limit;

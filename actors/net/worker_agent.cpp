@@ -9,6 +9,7 @@
 #include "actors/failure_detector.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/gateway.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/node.hpp"
 #include "actors/stage_actor.hpp"
@@ -34,6 +35,7 @@ struct agent_state {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.worker");
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    self_->monitor(spec_.gateway);
     ask_to_join();
     return {
         [this](const wire_frame& w) { on_frame(w); },
@@ -45,6 +47,7 @@ struct agent_state {
           hb.node = member();
           send_gateway(hb);
         },
+        [this](tick_atom) { check_manager(); },
         [this](join_timeout_atom, int attempt) {
           if (member_ < 0 && attempt == attempts_)
             finish(make_error(errc::node_lost, "no answer from the manager to a join"));
@@ -84,6 +87,34 @@ private:
                         ++attempts_);
   }
 
+  // The manager's heartbeat, through the gateway.
+  void handle(const schema::heartbeat& hb) {
+    if (hb.node == manager_node &&
+        self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(spec_.gateway))
+      manager_seen_ = std::chrono::steady_clock::now();
+  }
+
+  void check_manager() {
+    const auto now = std::chrono::steady_clock::now();
+    // A late tick means this process was paused (stopped, say): the silence
+    // is its own, and the manager gets a full timeout again.
+    if (now - last_tick_ > 2 * spec_.heartbeat_period)
+      manager_seen_ = now;
+    last_tick_ = now;
+    const auto silent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - manager_seen_);
+    if (silent > manager_timeout_) {
+      logger_->error("node {}: no heartbeat from the manager for {} ms (timeout {} ms): "
+                     "it is stopped or cut off; leaving",
+                     member_, silent.count(), manager_timeout_.count());
+      finish(make_error(errc::node_lost, "the manager sent no heartbeat for " +
+                                             std::to_string(silent.count()) +
+                                             " ms: it is stopped or cut off"));
+      return;
+    }
+    self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
+  }
+
   void handle(const schema::join_challenge& c) {
     schema::join_request req;
     req.zone = spec_.zone;
@@ -99,6 +130,11 @@ private:
     store_port_ = a.store_port;
     if (a.heartbeat_ms > 0)
       spec_.heartbeat_period = std::chrono::milliseconds(a.heartbeat_ms);
+    if (a.heartbeat_misses > 0 && manager_timeout_.count() == 0) {
+      manager_timeout_ = spec_.heartbeat_period * a.heartbeat_misses;
+      manager_seen_ = last_tick_ = std::chrono::steady_clock::now();
+      self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
+    }
     logger_->info("joined {}as node {}", joins_ ? "again " : "", member_);
     if (spec_.on_joined)
       spec_.on_joined(member_, joins_ > 0);
@@ -424,6 +460,13 @@ private:
   }
 
   void on_down(const caf::down_msg& dm) {
+    if (dm.source == spec_.gateway.address()) { // gone without letting the node go
+      logger_->error("node {}: lost the manager ({})", member_,
+                     caf::to_string(dm.reason));
+      finish(make_error(errc::node_lost, "lost the manager: the connection dropped (" +
+                                             caf::to_string(dm.reason) + ")"));
+      return;
+    }
     if (target_of_.count(caf::actor_cast<caf::strong_actor_ptr>(dm.source)) == 0)
       return;
     logger_->error("node {}: an actor of the node ended ({}): leaving", member_,
@@ -460,6 +503,8 @@ private:
   std::shared_ptr<spdlog::logger> logger_;
   int member_ = -1; // the gateway's number of this process, once joined
   int joins_ = 0, attempts_ = 0;
+  std::chrono::milliseconds manager_timeout_{0}; // 0: the manager is not watched
+  std::chrono::steady_clock::time_point manager_seen_, last_tick_;
   caf::actor detector_;
   std::uint16_t store_port_ = 0;
   std::shared_ptr<transport_registry> registry_;

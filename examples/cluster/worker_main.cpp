@@ -73,7 +73,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   caf::scoped_actor self{sys};
-  self->monitor(*manager);
   worker_spec ws;
   ws.gateway = *manager;
   ws.token = *token;
@@ -96,12 +95,8 @@ int main(int argc, char** argv) {
     std::optional<caf::error> ended; // the agent's exit reason
     self->receive(
         [&](caf::down_msg& dm) {
-          if (dm.source == agent.address()) {
-            ended = dm.reason;
-          } else { // the manager went away: nothing left to serve
-            logger->info("the manager is gone ({})", caf::to_string(dm.reason));
-            ended = caf::error{};
-          }
+          if (dm.source == agent.address())
+            ended = dm.reason; // the agent also ends when the manager is lost
         },
         caf::after(std::chrono::milliseconds(20)) >> [] {});
     if (ended) {

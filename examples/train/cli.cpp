@@ -121,6 +121,10 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   app.add_flag("--processes", o.processes,
                "run the cluster as real processes on 127.0.0.1: a bamboo-manager and "
                "one bamboo-worker per stage");
+  app.add_option("--restarts", o.restarts,
+                 "with --processes: when the manager is lost, start the cluster again "
+                 "from the newest checkpoint, up to this many times")
+      ->check(CLI::NonNegativeNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -25,6 +25,7 @@ struct cli_options {
   bool print_schedule = false;
   run_options run;        // preemptions and detector settings
   bool processes = false; // bamboo-train --processes
+  int restarts = 0;       // --processes: restarts of a lost manager, from a checkpoint
 };
 
 // The training options, bound to an app (bamboo-train's and bamboo-manager's

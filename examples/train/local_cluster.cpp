@@ -12,6 +12,7 @@
 
 #include "examples/cluster/child_process.hpp"
 #include "examples/cluster/status.hpp"
+#include "model/checkpoint.hpp"
 
 namespace bamboo::app {
 
@@ -70,11 +71,14 @@ struct pipe_pair {
   }
 };
 
+// How long a manager may outlive all its workers before it counts as stopped,
+// and how long the workers of a lost manager get to notice and say so.
+constexpr std::chrono::seconds manager_grace{3};
+constexpr std::chrono::seconds worker_grace{10};
+
 } // namespace
 
-int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
-                      const std::string& log_level,
-                      const std::vector<preempt_spec>& kills) {
+int run_local_cluster(const local_cluster_options& lo) {
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigaction(SIGINT, &sa, nullptr);
@@ -97,69 +101,116 @@ int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
     o.pass_fds = {events.write};
     return std::make_unique<proc::child>(std::move(o));
   };
-  const std::string dir = proc::program_dir();
-  std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0"};
-  margs.insert(margs.end(), manager_args.begin(), manager_args.end());
-  auto manager = start(margs);
-  std::vector<std::unique_ptr<proc::child>> workers;
-  std::map<long, pid_t> pid_of_node;
-  std::vector<bool> fired(kills.size(), false);
-  // Kills for step k fire as it begins: when step k-1 committed (or the run
-  // started), or during it if the node's pid comes later (lines from different
-  // processes race in the pipe).
-  long begun = -1; // the step under way, -1 before the run starts
-  auto fire = [&](long step) {
-    for (std::size_t i = 0; i < kills.size(); ++i)
-      if (!fired[i] && kills[i].step == step && pid_of_node.count(kills[i].node)) {
-        fired[i] = true;
-        const pid_t pid = pid_of_node[kills[i].node];
-        std::printf("bamboo-train: kill -9 of node %d (pid %d) in step %ld\n",
-                    kills[i].node, static_cast<int>(pid), step);
-        std::fflush(stdout);
-        for (auto& w : workers)
-          if (w->pid() == pid)
-            w->signal(SIGKILL);
-      }
-  };
-  auto on_event = [&](const std::string& line) {
-    auto e = status::parse(line);
-    if (!e)
-      return;
-    if (e->kind == "listening" && workers.empty()) {
-      for (int n = 0; n < stages; ++n)
-        workers.push_back(start({dir + "/bamboo-worker", "--manager",
-                                 "127.0.0.1:" + std::to_string(e->values[0]),
-                                 "--log-level", log_level}));
-    } else if (e->kind == "joined") {
-      pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
-    } else if (e->kind == "started") {
-      begun = 0;
-    } else if (e->kind == "committed") {
-      begun = e->values[0] + 1;
-    }
-    if (begun >= 0)
-      fire(begun);
-  };
   auto relay = [](const std::string& line) {
     std::fputs(line.c_str(), stdout);
     std::fflush(stdout);
   };
   line_reader out_lines(out.read), event_lines(events.read);
+  const std::string dir = proc::program_dir();
+  const auto& kills = lo.kills;
+  std::vector<bool> fired(kills.size(), false); // once each, restarts or not
   std::optional<int> status;
-  while (!interrupted && !(status = manager->poll())) {
-    pollfd pfds[2] = {{out.read, POLLIN, 0}, {events.read, POLLIN, 0}};
-    if (poll(pfds, 2, 50) <= 0)
-      continue;
-    if (pfds[0].revents & POLLIN)
+  for (int attempt = 0;; ++attempt) {
+    std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0"};
+    margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
+    if (attempt > 0 && !lo.resume && has_complete_checkpoint(lo.checkpoint_dir))
+      margs.emplace_back("--resume");
+    auto manager = start(margs);
+    std::vector<std::unique_ptr<proc::child>> workers;
+    std::map<long, pid_t> pid_of_node;
+    // Kills for step k fire as it begins: when step k-1 committed (or the run
+    // started), or during it if the node's pid comes later (lines from different
+    // processes race in the pipe).
+    long begun = -1; // the step under way, -1 before the run starts
+    auto fire = [&](long step) {
+      for (std::size_t i = 0; i < kills.size(); ++i)
+        if (!fired[i] && kills[i].step == step && pid_of_node.count(kills[i].node)) {
+          fired[i] = true;
+          const pid_t pid = pid_of_node[kills[i].node];
+          std::printf("bamboo-train: kill -9 of node %d (pid %d) in step %ld\n",
+                      kills[i].node, static_cast<int>(pid), step);
+          std::fflush(stdout);
+          for (auto& w : workers)
+            if (w->pid() == pid)
+              w->signal(SIGKILL);
+        }
+    };
+    auto on_event = [&](const std::string& line) {
+      auto e = status::parse(line);
+      if (!e)
+        return;
+      if (e->kind == "listening" && workers.empty()) {
+        std::printf("bamboo-train: bamboo-manager (pid %d) listens on port %ld\n",
+                    static_cast<int>(manager->pid()), e->values[0]);
+        std::fflush(stdout);
+        for (int n = 0; n < lo.stages; ++n)
+          workers.push_back(start({dir + "/bamboo-worker", "--manager",
+                                   "127.0.0.1:" + std::to_string(e->values[0]),
+                                   "--log-level", lo.log_level}));
+      } else if (e->kind == "joined") {
+        pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
+      } else if (e->kind == "started") {
+        begun = 0;
+      } else if (e->kind == "committed") {
+        begun = e->values[0] + 1;
+      }
+      if (begun >= 0)
+        fire(begun);
+    };
+    // A manager that is stopped (not dead) shows in its workers: they all
+    // leave when its heartbeats stop. It is then as good as lost.
+    std::optional<std::chrono::steady_clock::time_point> orphaned;
+    bool unresponsive = false;
+    status.reset();
+    while (!interrupted && !(status = manager->poll())) {
+      if (!workers.empty()) {
+        bool all_gone = true;
+        for (auto& w : workers)
+          all_gone = all_gone && w->poll().has_value();
+        const auto now = std::chrono::steady_clock::now();
+        if (!all_gone)
+          orphaned.reset();
+        else if (!orphaned)
+          orphaned = now;
+        else if (now - *orphaned > manager_grace) {
+          std::printf("bamboo-train: every worker left and bamboo-manager (pid %d) "
+                      "still runs: it is unresponsive, kill -9\n",
+                      static_cast<int>(manager->pid()));
+          std::fflush(stdout);
+          manager->kill_group();
+          unresponsive = true;
+        }
+      }
+      pollfd pfds[2] = {{out.read, POLLIN, 0}, {events.read, POLLIN, 0}};
+      if (poll(pfds, 2, 50) <= 0)
+        continue;
+      if (pfds[0].revents & POLLIN)
+        out_lines.drain(relay);
+      if (pfds[1].revents & POLLIN)
+        event_lines.drain(on_event);
+    }
+    manager.reset(); // killed and reaped if still running (interrupted)
+    // Workers of a lost manager notice on their own (a dropped connection,
+    // missed heartbeats) and say so; what is left after that goes.
+    const auto deadline = std::chrono::steady_clock::now() + worker_grace;
+    for (auto& w : workers)
+      w->wait(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::max(deadline - std::chrono::steady_clock::now(),
+                   std::chrono::steady_clock::duration::zero())));
+    workers.clear();
+    for (pollfd pfd{out.read, POLLIN, 0}; poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);)
       out_lines.drain(relay);
-    if (pfds[1].revents & POLLIN)
-      event_lines.drain(on_event);
+    const bool lost = unresponsive || (status && *status >= 128);
+    if (interrupted || !lost || attempt >= lo.restarts)
+      break;
+    std::printf("bamboo-train: bamboo-manager lost (%s); restart %d of %d, from %s\n",
+                unresponsive ? "unresponsive"
+                             : ("status " + std::to_string(*status)).c_str(),
+                attempt + 1, lo.restarts,
+                has_complete_checkpoint(lo.checkpoint_dir) ? "the newest checkpoint"
+                                                           : "the start (no checkpoint)");
+    std::fflush(stdout);
   }
-  manager.reset(); // killed and reaped if still running (interrupted)
-  workers.clear(); // the workers may outlive the manager a moment
-  // What the children wrote last.
-  for (pollfd pfd{out.read, POLLIN, 0}; poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);)
-    out_lines.drain(relay);
   std::fputs(out_lines.rest().c_str(), stdout);
   if (interrupted)
     return 128 + interrupted;

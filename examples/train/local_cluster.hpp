@@ -12,10 +12,21 @@
 
 namespace bamboo::app {
 
-// Runs the cluster with the manager getting `manager_args` (bamboo-train's own
-// arguments, less --processes and --preempt) and returns its exit status.
-int run_local_cluster(const std::vector<std::string>& manager_args, int stages,
-                      const std::string& log_level,
-                      const std::vector<preempt_spec>& kills);
+struct local_cluster_options {
+  // bamboo-train's own arguments, less --processes, --preempt and --restarts.
+  std::vector<std::string> manager_args;
+  int stages = 2;
+  std::string log_level = "info";
+  std::vector<preempt_spec> kills;
+  // A manager lost (killed, or ended by a signal) starts the cluster again, new
+  // workers and all, from the newest checkpoint in checkpoint_dir (--resume),
+  // up to `restarts` times.
+  int restarts = 0;
+  std::string checkpoint_dir;
+  bool resume = false; // the manager args have --resume already
+};
+
+// Runs the cluster and returns the manager's exit status.
+int run_local_cluster(const local_cluster_options& o);
 
 } // namespace bamboo::app

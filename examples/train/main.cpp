@@ -52,12 +52,24 @@ int main(int argc, char** argv) {
         ++i; // and its value
         continue;
       }
-      if (std::strncmp(argv[i], "--preempt=", 10) == 0)
+      if (std::strcmp(argv[i], "--restarts") == 0) {
+        ++i;
+        continue;
+      }
+      if (std::strncmp(argv[i], "--preempt=", 10) == 0 ||
+          std::strncmp(argv[i], "--restarts=", 11) == 0)
         continue;
       args.emplace_back(argv[i]);
     }
-    return app::run_local_cluster(args, cfg.stages, opts->log_level,
-                                  opts->run.preemptions);
+    app::local_cluster_options lc;
+    lc.manager_args = std::move(args);
+    lc.stages = cfg.stages;
+    lc.log_level = opts->log_level;
+    lc.kills = opts->run.preemptions;
+    lc.restarts = opts->restarts;
+    lc.checkpoint_dir = opts->run.checkpoints.dir;
+    lc.resume = opts->run.checkpoints.resume;
+    return app::run_local_cluster(lc);
   }
 
   app::run_report report(*opts);

@@ -14,12 +14,16 @@ bool run_report::open(const char* program) {
     return false;
   if (o_.metrics.empty())
     return true;
-  metrics_.open(o_.metrics);
+  // A resumed run goes on with the rows of the run it resumes.
+  const bool append = o_.run.checkpoints.resume &&
+                      std::ifstream(o_.metrics).peek() != std::char_traits<char>::eof();
+  metrics_.open(o_.metrics, append ? std::ios::app : std::ios::trunc);
   if (!metrics_) {
     std::cerr << program << ": error: cannot write metrics file '" << o_.metrics << "'\n";
     return false;
   }
-  metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n";
+  if (!append)
+    metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n";
   return true;
 }
 
@@ -47,6 +51,14 @@ bool run_report::open_ledger(const char* program) {
 }
 
 void run_report::on_step(const step_record& r) {
+  // A resumed run undoes what its predecessor committed after the checkpoint.
+  if (o_.run.checkpoints.resume && !resumed_) {
+    resumed_ = true;
+    if (ledger_.is_open())
+      ledger_ << format_rollback({r.step, "resumed from the checkpoint of step " +
+                                              std::to_string(r.step)})
+              << "\n";
+  }
   elapsed_ += r.seconds;
   if (ledger_.is_open()) {
     const std::int64_t g = o_.cfg.global_batch;

@@ -33,6 +33,7 @@ private:
   std::ofstream metrics_;
   std::ofstream ledger_;
   double elapsed_ = 0;
+  bool resumed_ = false;
 };
 
 // Prints the failure as one line; 3 for a loss shadows cannot cover, 2 for bad

@@ -69,8 +69,22 @@ reference embedded_reference(const train_config& cfg) {
 }
 
 struct metrics_rows {
+  std::vector<long> steps;
   std::vector<double> losses;
   std::vector<std::string> events;
+  // A step redone after a rollback has two rows: the last one stands.
+  metrics_rows standing() const {
+    std::map<long, std::size_t> last;
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      last[steps[i]] = i;
+    metrics_rows out;
+    for (auto [k, i] : last) {
+      out.steps.push_back(k);
+      out.losses.push_back(losses[i]);
+      out.events.push_back(events[i]);
+    }
+    return out;
+  }
 };
 
 // The metrics CSV (losses printed with 17 digits: they read back exactly).
@@ -88,6 +102,7 @@ metrics_rows read_metrics(const std::string& path) {
     if (line.back() == ',')
       cells.push_back("");
     REQUIRE(cells.size() == 8);
+    m.steps.push_back(std::stol(cells[0]));
     m.losses.push_back(std::stod(cells[1]));
     m.events.push_back(cells[7]);
   }
@@ -491,9 +506,7 @@ TEST_CASE("two neighbours killed in the same step roll every survivor back to th
   // the same losses; the last row of each step is the one that stands.
   auto m = read_metrics(run.metrics);
   REQUIRE(m.losses.size() == 15);
-  std::vector<double> standing(m.losses.begin(), m.losses.begin() + 5);
-  standing.insert(standing.end(), m.losses.begin() + 8, m.losses.end());
-  check_losses({standing, {}}, expected);
+  check_losses(m.standing(), expected);
   for (int k = 5; k < 8; ++k)
     CHECK(m.losses[static_cast<std::size_t>(k)] ==
           m.losses[static_cast<std::size_t>(k + 3)]);
@@ -506,4 +519,58 @@ TEST_CASE("two neighbours killed in the same step roll every survivor back to th
         std::string::npos);
   CHECK(verdict.output.find("steps 5-11, generation 3: stage owners 0 3, shadows 3 0") !=
         std::string::npos);
+}
+
+TEST_CASE("workers leave a manager killed with kill -9 or stopped with kill -STOP within "
+          "two heartbeat timeouts, and --restarts 1 completes the run from the newest "
+          "checkpoint with the fault-free losses",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(91);
+  cfg.steps = 16;
+  const auto expected = embedded_reference(cfg);
+  const bool stop = GENERATE(false, true);
+  INFO((stop ? "kill -STOP" : "kill -9"));
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  // 200 ms x 5 misses: the manager is lost after 1 s of silence.
+  process_run run(cfg, stop ? "stopped" : "killed",
+                  {"--checkpoint-dir", work.file("ckpt"), "--checkpoint-every", "5",
+                   "--heartbeat-ms", "200", "--heartbeat-misses", "5", "--restarts", "1",
+                   "--ledger", ledger});
+  std::vector<pid_t> workers;
+  for (int n = 0; n < cfg.stages; ++n)
+    workers.push_back(run.pid_of(n));
+  const auto manager = run.proc.wait_for(R"(bamboo-manager \(pid (\d+)\) listens)", 20s);
+  REQUIRE_FALSE(manager.empty());
+  run.wait_steps(7);
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(::kill(std::stoi(manager), stop ? SIGSTOP : SIGKILL) == 0);
+  for (pid_t w : workers)
+    while (!gone(w) && std::chrono::steady_clock::now() - t0 < 10s)
+      std::this_thread::sleep_for(10ms);
+  const auto left = std::chrono::steady_clock::now() - t0;
+  for (pid_t w : workers)
+    CHECK(gone(w));
+  CHECK(left <= 2 * 1000ms);
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  const auto message = stop ? "bamboo-worker: error: node_lost: the manager sent no "
+                              "heartbeat for "
+                            : "bamboo-worker: error: node_lost: lost the manager: the "
+                              "connection dropped";
+  std::size_t said = 0;
+  for (auto at = log.find(message); at != std::string::npos;
+       at = log.find(message, at + 1))
+    ++said;
+  CHECK(said == workers.size());
+  CHECK(log.find("restart 1 of 1, from the newest checkpoint") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m.standing(), expected);
+  const auto verdict = run_command(std::string(BAMBOO_LEDGER_BIN) + " verify " + ledger);
+  INFO(verdict.output);
+  CHECK(verdict.status == 0);
+  CHECK(verdict.output.find("16 steps stand") != std::string::npos);
+  CHECK(verdict.output.find("by 1 rollbacks") != std::string::npos);
 }

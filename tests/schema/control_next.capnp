@@ -85,7 +85,8 @@ struct JoinAccept {
   node @0 :UInt32;
   generation @1 :UInt64;
   storePort @2 :UInt16;   # the rendezvous store of the tensor transport
-  heartbeatMs @3 :UInt32; # 1.2: the period the manager expects heartbeats at
+  heartbeatMs @3 :UInt32;
+  heartbeatMisses @4 :UInt32; # 1.2: the period the manager expects heartbeats at
 }
 
 struct JoinRefused {

@@ -48,7 +48,7 @@ inline auto fields(const join_challenge& x) {
   return std::tie(x.nonce);
 }
 inline auto fields(const join_accept& x) {
-  return std::tie(x.node, x.generation, x.store_port, x.heartbeat_ms);
+  return std::tie(x.node, x.generation, x.store_port, x.heartbeat_ms, x.heartbeat_misses);
 }
 inline auto fields(const join_refused& x) {
   return std::tie(x.reason);
@@ -186,7 +186,7 @@ inline std::vector<frame> every_kind() {
       commit{12, 17, 0.75},
       challenge_request{13},
       join_challenge{{9, 8, 7, 6}},
-      join_accept{14, 15, 29500, 40},
+      join_accept{14, 15, 29500, 40, 3},
       join_refused{"wrong cluster token"},
       frame_rejected{"malformed: short"},
       assign{16, 1, 2, 17, sample_settings(), "/ckpt/step-00000005"},
