@@ -131,8 +131,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   }
   // The last checkpoints are on disk before the run says it is done.
   if (writer)
-    for (const auto& f : writer->finish())
-      log::get("bamboo.checkpoint")->error("checkpoint failed: {}", f);
+    spec.result->checkpoint_failures = writer->finish();
   if (failure)
     return failure;
   return std::move(*spec.result);

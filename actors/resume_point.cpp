@@ -1,5 +1,7 @@
 #include "actors/resume_point.hpp"
 
+#include <filesystem>
+
 #include "actors/errors.hpp"
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
@@ -14,6 +16,13 @@ std::optional<std::string> check(const checkpoint_options& o) {
     return "--checkpoint-every and --resume need --checkpoint-dir";
   if (o.every < 0 || o.keep < 0)
     return "--checkpoint-every and --keep must not be negative";
+  if (o.every > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.dir, ec);
+    if (ec || !std::filesystem::is_directory(o.dir))
+      return "--checkpoint-dir: cannot create the directory " + o.dir + ": " +
+             (ec ? ec.message() : std::string("a file is in the way"));
+  }
   return std::nullopt;
 }
 

@@ -24,7 +24,8 @@ struct checkpoint_options {
   bool resume = false;
 };
 
-// The options' mistakes, in the command line's words.
+// The options' mistakes, in the command line's words; creates the directory
+// when checkpoints are to be written there.
 std::optional<std::string> check(const checkpoint_options& o);
 
 // `what` names the reason in errors ("--resume", "rollback").

@@ -257,6 +257,16 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
       survivors.push_back(live.at(static_cast<std::size_t>(n)));
     update_members(self, survivors); // and those that joined meanwhile
     live = std::move(survivors);
+    if (static_cast<int>(live.size()) < cfg.stages && opts.replacement_wait.count() > 0) {
+      log::get("bamboo.manager")
+          ->info("{} of {} workers left: waiting up to {} ms for new ones", live.size(),
+                 cfg.stages, opts.replacement_wait.count());
+      if (auto more = await_members(self, cfg.stages - static_cast<int>(live.size()),
+                                    opts.replacement_wait))
+        live.insert(live.end(), more->begin(), more->end());
+      else
+        update_members(self, live);
+    }
     if (static_cast<int>(live.size()) < 2) {
       failure = make_error(errc::unrecoverable_failure,
                            describe(failure) + "; " + std::to_string(live.size()) +
@@ -287,8 +297,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
       opts.on_rollback(first_step, describe(failure));
   }
   if (writer)
-    for (const auto& f : writer->finish())
-      log::get("bamboo.checkpoint")->error("checkpoint failed: {}", f);
+    total.checkpoint_failures = writer->finish();
   // Every member is let go (a standby one too), and the leave frames go out
   // before the connections close.
   caf::anon_send(gateway, broadcast_atom::value,

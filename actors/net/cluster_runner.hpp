@@ -36,6 +36,9 @@ struct cluster_options {
   // manifest. With checkpoints, a loss that shadows cannot cover rolls every
   // surviving worker back to the newest complete one, on a new plan.
   checkpoint_options checkpoints;
+  // A rollback waits up to this long for new workers to join until the cluster
+  // has cfg.stages workers again (the checkpoint-restart baseline's replacement).
+  std::chrono::milliseconds replacement_wait{0};
   // Called on the caller's thread: workers may join now; all have joined and
   // the first step begins.
   std::function<void(std::uint16_t port)> on_listening;

@@ -91,7 +91,10 @@ struct run_result {
   std::vector<int> heartbeats;             // per node
   std::uint64_t generation = 0;            // the last one of the run
   std::vector<int> alive;                  // the nodes alive at the end
-  int rollbacks = 0; // to a checkpoint, losses shadows could not cover
+  int rollbacks = 0;
+  std::vector<std::string>
+      checkpoint_failures; // "step 4: ...: No space left on device" // to a checkpoint,
+                           // losses shadows could not cover
 };
 
 } // namespace bamboo

@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
   c.heartbeats = o.run.heartbeats;
   c.collect_digests = o.run.collect_digests;
   c.checkpoints = o.run.checkpoints;
+  c.replacement_wait =
+      std::chrono::milliseconds(static_cast<long>(o.replacement_wait_s * 1000));
   c.join_timeout = std::chrono::seconds(join_timeout_s);
   if (app.count("--stages") == 0)
     return admit_only(c);

@@ -89,6 +89,14 @@ train_options::train_options(CLI::App& app, cli_options& o)
   app.add_option("--keep", o.run.checkpoints.keep,
                  "keep the newest K complete checkpoints (default: all)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--replacement-wait-s", o.replacement_wait_s,
+                 "across processes: a rollback to a checkpoint waits up to this long "
+                 "for new workers to bring the cluster back to --stages")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--replace-after-s", o.replace_after_s,
+                 "with --processes: start a new worker this long after each --preempt "
+                 "kill (a replacement spot instance)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--resume", o.run.checkpoints.resume,
                "start from the newest complete checkpoint in --checkpoint-dir (any "
                "number of stages)");

@@ -26,6 +26,8 @@ struct cli_options {
   run_options run;        // preemptions and detector settings
   bool processes = false; // bamboo-train --processes
   int restarts = 0;       // --processes: restarts of a lost manager, from a checkpoint
+  double replace_after_s = -1;   // --processes: a killed worker's replacement, after this
+  double replacement_wait_s = 0; // across processes: a rollback waits for workers
 };
 
 // The training options, bound to an app (bamboo-train's and bamboo-manager's

@@ -122,6 +122,13 @@ int run_local_cluster(const local_cluster_options& lo) {
     // started), or during it if the node's pid comes later (lines from different
     // processes race in the pipe).
     long begun = -1; // the step under way, -1 before the run starts
+    long port = -1;  // the manager's, once it listens
+    std::vector<std::chrono::steady_clock::time_point> replacements; // when due
+    auto start_worker = [&] {
+      workers.push_back(
+          start({dir + "/bamboo-worker", "--manager", "127.0.0.1:" + std::to_string(port),
+                 "--log-level", lo.log_level}));
+    };
     auto fire = [&](long step) {
       for (std::size_t i = 0; i < kills.size(); ++i)
         if (!fired[i] && kills[i].step == step && pid_of_node.count(kills[i].node)) {
@@ -133,6 +140,8 @@ int run_local_cluster(const local_cluster_options& lo) {
           for (auto& w : workers)
             if (w->pid() == pid)
               w->signal(SIGKILL);
+          if (lo.replace_after.count() >= 0)
+            replacements.push_back(std::chrono::steady_clock::now() + lo.replace_after);
         }
     };
     auto on_event = [&](const std::string& line) {
@@ -143,10 +152,9 @@ int run_local_cluster(const local_cluster_options& lo) {
         std::printf("bamboo-train: bamboo-manager (pid %d) listens on port %ld\n",
                     static_cast<int>(manager->pid()), e->values[0]);
         std::fflush(stdout);
+        port = e->values[0];
         for (int n = 0; n < lo.stages; ++n)
-          workers.push_back(start({dir + "/bamboo-worker", "--manager",
-                                   "127.0.0.1:" + std::to_string(e->values[0]),
-                                   "--log-level", lo.log_level}));
+          start_worker();
       } else if (e->kind == "joined") {
         pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
       } else if (e->kind == "started") {
@@ -163,6 +171,15 @@ int run_local_cluster(const local_cluster_options& lo) {
     bool unresponsive = false;
     status.reset();
     while (!interrupted && !(status = manager->poll())) {
+      for (auto it = replacements.begin(); it != replacements.end();)
+        if (std::chrono::steady_clock::now() >= *it) {
+          std::printf("bamboo-train: a replacement worker starts\n");
+          std::fflush(stdout);
+          start_worker();
+          it = replacements.erase(it);
+        } else {
+          ++it;
+        }
       if (!workers.empty()) {
         bool all_gone = true;
         for (auto& w : workers)

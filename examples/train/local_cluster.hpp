@@ -5,6 +5,7 @@
 // process as step K begins.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct local_cluster_options {
   // workers and all, from the newest checkpoint in checkpoint_dir (--resume),
   // up to `restarts` times.
   int restarts = 0;
+  // Each kill of a worker is followed this long after by a new worker (the
+  // stand-in for a replacement spot instance); negative: none.
+  std::chrono::milliseconds replace_after{-1};
   std::string checkpoint_dir;
   bool resume = false; // the manager args have --resume already
 };

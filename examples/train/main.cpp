@@ -52,12 +52,14 @@ int main(int argc, char** argv) {
         ++i; // and its value
         continue;
       }
-      if (std::strcmp(argv[i], "--restarts") == 0) {
+      if (std::strcmp(argv[i], "--restarts") == 0 ||
+          std::strcmp(argv[i], "--replace-after-s") == 0) {
         ++i;
         continue;
       }
       if (std::strncmp(argv[i], "--preempt=", 10) == 0 ||
-          std::strncmp(argv[i], "--restarts=", 11) == 0)
+          std::strncmp(argv[i], "--restarts=", 11) == 0 ||
+          std::strncmp(argv[i], "--replace-after-s=", 18) == 0)
         continue;
       args.emplace_back(argv[i]);
     }
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
     lc.log_level = opts->log_level;
     lc.kills = opts->run.preemptions;
     lc.restarts = opts->restarts;
+    lc.replace_after =
+        std::chrono::milliseconds(static_cast<long>(opts->replace_after_s * 1000));
     lc.checkpoint_dir = opts->run.checkpoints.dir;
     lc.resume = opts->run.checkpoints.resume;
     return app::run_local_cluster(lc);

@@ -115,6 +115,8 @@ void run_report::summary(const run_result& r) const {
   std::printf("summary: redundancy %s, %zu preemptions survived, %d forwards + %d "
               "backwards recomputed (micro-batch passes), mean step %.3f s\n",
               to_string(cfg.redundancy), r.failovers.size(), fwd, bwd, mean_step);
+  for (const auto& f : r.checkpoint_failures)
+    std::printf("summary: checkpoint not written: %s\n", f.c_str());
   if (r.rollbacks > 0)
     std::printf("summary: %d rollback(s) to a checkpoint, for losses shadows could not "
                 "cover\n",

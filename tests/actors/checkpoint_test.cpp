@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/mount.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -214,4 +216,40 @@ TEST_CASE("a Python reader finds each layer's parameters and moments in a checkp
     CHECK(lines.find("\n" + p.name + " " + std::to_string(p.values.size()) + " " +
                      std::to_string(p.values.size()) + " ") != std::string::npos);
   }
+}
+
+TEST_CASE("a checkpoint that does not fit on the disk is reported in one line, training "
+          "goes on, and the previous checkpoint stays whole (a 1 MiB tmpfs)",
+          "[actors]") {
+  const scratch_dir dir;
+  const auto disk = dir.path() + "/disk";
+  std::filesystem::create_directories(disk);
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    WARN("cannot mount a tmpfs here (" << std::strerror(errno) << "): not checked");
+    return;
+  }
+  struct unmount {
+    std::string path;
+    ~unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } guard{disk};
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  auto o = checkpointing(disk, 2);
+  o.checkpoints.keep = 1;
+  // About 680 KiB a checkpoint: step 2's fits, step 4's beside it does not.
+  const auto r = train(cfg, o);
+  REQUIRE(r.steps.size() == 6);
+  REQUIRE(r.checkpoint_failures.size() == 1);
+  INFO(r.checkpoint_failures[0]);
+  CHECK(r.checkpoint_failures[0].find("step 4: ") == 0);
+  CHECK(r.checkpoint_failures[0].find("No space left on device") != std::string::npos);
+  for (const auto& e : std::filesystem::recursive_directory_iterator(disk))
+    CHECK(e.path().extension() != ".tmp"); // a failed write leaves nothing half-done
+  std::vector<std::string> skipped;
+  std::string error;
+  auto c = load_latest_checkpoint(disk, skipped, error);
+  REQUIRE(c);
+  CHECK(c->step == 2);
+  REQUIRE(skipped.size() == 1); // step 4's files without a manifest
+  CHECK(skipped[0].find("no manifest") != std::string::npos);
 }

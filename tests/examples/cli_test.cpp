@@ -58,6 +58,8 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "--checkpoint-every");
   check_rejected("--checkpoint-dir " + dir.path() + " --resume --steps 1",
                  "no complete checkpoint");
+  check_rejected("--checkpoint-dir /etc/passwd/ckpt --checkpoint-every 2",
+                 "cannot create the directory /etc/passwd/ckpt");
   check_rejected("--processes --stages 2 --steps 1 --checkpoint-dir " + dir.path() +
                      " --resume",
                  "no complete checkpoint");
