@@ -39,6 +39,8 @@ int decode(int st) {
     dup2(fd, 2);
   } else if (o.stdout_fd >= 0) {
     dup2(o.stdout_fd, 1);
+    if (o.stderr_too)
+      dup2(o.stdout_fd, 2);
   }
   for (int fd : o.pass_fds) { // keep these across exec
     int flags = fcntl(fd, F_GETFD);

@@ -20,6 +20,7 @@ struct child_options {
   std::vector<std::pair<std::string, std::string>> env; // set in the child
   std::string log_file;      // stdout and stderr to this file (else inherited)
   int stdout_fd = -1;        // or stdout to this descriptor (else inherited)
+  bool stderr_too = false;   // and stderr to it as well
   std::vector<int> pass_fds; // descriptors the program keeps (all others close on exec)
 };
 

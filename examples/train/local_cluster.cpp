@@ -167,7 +167,8 @@ int run_local_cluster(const local_cluster_options& lo) {
     };
     // A manager that is stopped (not dead) shows in its workers: they all
     // leave when its heartbeats stop. It is then as good as lost.
-    std::optional<std::chrono::steady_clock::time_point> orphaned;
+    bool orphaned = false; // since orphaned_at
+    std::chrono::steady_clock::time_point orphaned_at;
     bool unresponsive = false;
     status.reset();
     while (!interrupted && !(status = manager->poll())) {
@@ -185,11 +186,12 @@ int run_local_cluster(const local_cluster_options& lo) {
         for (auto& w : workers)
           all_gone = all_gone && w->poll().has_value();
         const auto now = std::chrono::steady_clock::now();
-        if (!all_gone)
-          orphaned.reset();
-        else if (!orphaned)
-          orphaned = now;
-        else if (now - *orphaned > manager_grace) {
+        if (!all_gone) {
+          orphaned = false;
+        } else if (!orphaned) {
+          orphaned = true;
+          orphaned_at = now;
+        } else if (now - orphaned_at > manager_grace) {
           std::printf("bamboo-train: every worker left and bamboo-manager (pid %d) "
                       "still runs: it is unresponsive, kill -9\n",
                       static_cast<int>(manager->pid()));
@@ -222,7 +224,7 @@ int run_local_cluster(const local_cluster_options& lo) {
       break;
     std::printf("bamboo-train: bamboo-manager lost (%s); restart %d of %d, from %s\n",
                 unresponsive ? "unresponsive"
-                             : ("status " + std::to_string(*status)).c_str(),
+                             : ("status " + std::to_string(status.value_or(-1))).c_str(),
                 attempt + 1, lo.restarts,
                 has_complete_checkpoint(lo.checkpoint_dir) ? "the newest checkpoint"
                                                            : "the start (no checkpoint)");
