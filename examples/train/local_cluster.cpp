@@ -109,7 +109,7 @@ int run_local_cluster(const local_cluster_options& lo) {
   const std::string dir = proc::program_dir();
   const auto& kills = lo.kills;
   std::vector<bool> fired(kills.size(), false); // once each, restarts or not
-  std::optional<int> status;
+  int code = -1; // the manager's exit status; -1 while it runs
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0"};
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
@@ -170,8 +170,12 @@ int run_local_cluster(const local_cluster_options& lo) {
     bool orphaned = false; // since orphaned_at
     std::chrono::steady_clock::time_point orphaned_at;
     bool unresponsive = false;
-    status.reset();
-    while (!interrupted && !(status = manager->poll())) {
+    code = -1;
+    while (!interrupted) {
+      if (auto st = manager->poll()) {
+        code = *st;
+        break;
+      }
       for (auto it = replacements.begin(); it != replacements.end();)
         if (std::chrono::steady_clock::now() >= *it) {
           std::printf("bamboo-train: a replacement worker starts\n");
@@ -219,12 +223,12 @@ int run_local_cluster(const local_cluster_options& lo) {
     workers.clear();
     for (pollfd pfd{out.read, POLLIN, 0}; poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);)
       out_lines.drain(relay);
-    const bool lost = unresponsive || (status && *status >= 128);
+    const bool lost = unresponsive || code >= 128;
     if (interrupted || !lost || attempt >= lo.restarts)
       break;
     std::printf("bamboo-train: bamboo-manager lost (%s); restart %d of %d, from %s\n",
                 unresponsive ? "unresponsive"
-                             : ("status " + std::to_string(status.value_or(-1))).c_str(),
+                             : ("status " + std::to_string(code)).c_str(),
                 attempt + 1, lo.restarts,
                 has_complete_checkpoint(lo.checkpoint_dir) ? "the newest checkpoint"
                                                            : "the start (no checkpoint)");
@@ -233,7 +237,7 @@ int run_local_cluster(const local_cluster_options& lo) {
   std::fputs(out_lines.rest().c_str(), stdout);
   if (interrupted)
     return 128 + interrupted;
-  return status.value_or(1);
+  return code < 0 ? 1 : code;
 }
 
 } // namespace bamboo::app

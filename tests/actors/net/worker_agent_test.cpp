@@ -125,7 +125,7 @@ TEST_CASE("a run's configuration crosses the wire unchanged, and bad ones are re
   cfg.seed = 1234567890123ULL;
   cfg.data = "/data/tokens.bin";
   cfg.redundancy = redundancy_mode::eager;
-  auto d = schema::decode(schema::encode(schema::assign{1, 2, 0, 5, to_settings(cfg)},
+  auto d = schema::decode(schema::encode(schema::assign{1, 2, 0, 5, to_settings(cfg), ""},
                                          schema::target::stage));
   REQUIRE(d);
   CHECK(d.target == schema::target::stage);
