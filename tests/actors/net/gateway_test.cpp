@@ -51,18 +51,32 @@ struct joined_member {
   void send_bytes(std::vector<std::uint8_t> b) {
     (*worker)->send(gateway, wire_frame{std::move(b)});
   }
-  // The next frame the gateway sends the worker, or nullopt after `timeout`.
+  // The next frame the gateway sends the worker, or nullopt after `timeout`;
+  // the manager's heartbeats are counted, not returned.
   std::optional<schema::frame> next(std::chrono::milliseconds timeout = 2s) {
-    std::optional<schema::frame> out;
-    (*worker)->receive(
-        [&](const wire_frame& w) {
-          auto d = schema::decode(w.bytes);
-          REQUIRE(d);
-          out = d.value;
-        },
-        caf::after(timeout) >> [] {});
-    return out;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return std::nullopt;
+      std::optional<schema::frame> out;
+      (*worker)->receive(
+          [&](const wire_frame& w) {
+            auto d = schema::decode(w.bytes);
+            REQUIRE(d);
+            out = d.value;
+          },
+          caf::after(left) >> [] {});
+      if (!out)
+        return out;
+      auto* hb = std::get_if<schema::heartbeat>(&*out);
+      if (!hb || hb->node != manager_node)
+        return out;
+      ++manager_beats;
+    }
   }
+  int manager_beats = 0;
   // Joins as the cluster token's holder; returns the member number.
   int join() {
     send(schema::challenge_request{});
@@ -77,8 +91,10 @@ struct joined_member {
     (*listener)->receive([&](joined_atom, int id, caf::actor) { member = id; },
                          caf::after(2s) >> [] {});
     REQUIRE(member == static_cast<int>(std::get<schema::join_accept>(*a).node));
+    accept = std::get<schema::join_accept>(*a);
     return member;
   }
+  schema::join_accept accept;
   // Whether the listener hears of the member's loss within `timeout`.
   bool lost_within(std::chrono::milliseconds timeout) {
     bool lost = false;
@@ -110,7 +126,7 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   capnp::MallocMessageBuilder newer;
   auto r2 = newer.initRoot<wire_next::Frame>();
   r2.setMajor(1);
-  r2.setMinor(4);
+  r2.setMinor(6);
   r2.initBody().initDrain().setNode(2);
   m.send_bytes(bytes_of(newer));
   // A consistent segment table whose root pointer points far outside its segment.
@@ -131,7 +147,10 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   REQUIRE(std::holds_alternative<schema::frame_rejected>(*rejected));
   CHECK(std::get<schema::frame_rejected>(*rejected).reason.find("major") !=
         std::string::npos);
-  CHECK_FALSE(m.next(300ms)); // nothing more for the other bad frames
+  for (int i = 0; i < 3; ++i) { // nothing more for the other bad frames
+    beat();
+    CHECK_FALSE(m.next(100ms));
+  }
 
   // Still a member: heartbeats for 3 x the timeout keep it, silence loses it.
   const auto keep_until = std::chrono::steady_clock::now() + 3 * m.policy.timeout();
@@ -141,4 +160,21 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   }
   // Declared lost within the timeout plus a tick, with room for a loaded machine.
   CHECK(m.lost_within(m.policy.timeout() + m.policy.period + 2s));
+}
+
+TEST_CASE("the gateway heartbeats to every member at the heartbeat period, and says "
+          "how many silent periods make the manager lost",
+          "[actors][net]") {
+  joined_member m;
+  const int member = m.join();
+  // Ten periods of a member that heartbeats itself (else it is lost).
+  for (int i = 0; i < 20; ++i) {
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+    CHECK_FALSE(m.next(m.policy.period / 2)); // nothing but heartbeats
+  }
+  // One a period, with room for a loaded machine.
+  CHECK(m.manager_beats >= 5);
+  CHECK(m.manager_beats <= 11);
+  CHECK(m.accept.heartbeat_ms == m.policy.period.count());
+  CHECK(m.accept.heartbeat_misses == static_cast<std::uint32_t>(m.policy.misses));
 }
