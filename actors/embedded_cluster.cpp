@@ -1,5 +1,8 @@
 #include "actors/embedded_cluster.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 #include <caf/all.hpp>
 
 #include "actors/cluster_manager.hpp"
@@ -22,7 +25,11 @@ namespace {
 // generation ends by aborting its transport group, clones make new shadows.
 class local_nodes : public node_backend {
 public:
-  explicit local_nodes(node_resources r) : r_(std::move(r)) {}
+  // ids: the node names of this plan's nodes (after a rollback, the survivors').
+  local_nodes(node_resources r, std::vector<int> ids)
+      : r_(std::move(r)), ids_(std::move(ids)) {}
+
+  int node_id(int node) const override { return ids_.at(static_cast<std::size_t>(node)); }
 
   node_handles spawn(caf::local_actor* manager, const node_assignment& a) override {
     return spawn_node(manager, a, r_);
@@ -51,7 +58,34 @@ public:
 
 private:
   node_resources r_;
+  std::vector<int> ids_;
 };
+
+bool is_uncovered_loss(const caf::error& err) {
+  return err.category() == error_category &&
+         err.code() == static_cast<std::uint8_t>(errc::unrecoverable_failure);
+}
+
+// The planned kills that have not fired, on the survivors, renumbered as the
+// new plan numbers them (survivors[i] becomes node i).
+std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
+                                        const std::vector<int>& survivors) {
+  std::vector<preempt_spec> out;
+  auto fired = inj.fired();
+  for (const auto& k : inj.planned()) {
+    auto f = std::find_if(fired.begin(), fired.end(), [&](const auto& x) {
+      return x.spec.node == k.node && x.spec.step == k.step && x.spec.op == k.op;
+    });
+    if (f != fired.end()) {
+      fired.erase(f);
+      continue;
+    }
+    auto at = std::find(survivors.begin(), survivors.end(), k.node);
+    if (at != survivors.end())
+      out.push_back({static_cast<int>(at - survivors.begin()), k.step, k.op});
+  }
+  return out;
+}
 
 } // namespace
 
@@ -89,52 +123,104 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   configure(sys_cfg);
   caf::actor_system sys{sys_cfg};
 
-  node_resources res;
-  res.cfg = cfg;
-  res.corpus = corpus;
-  res.heartbeat_period = opts.heartbeats.period;
-  res.resume = resume;
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
       make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
   for (const auto& k :
        poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
     kills.push_back(k);
-  if (!kills.empty())
-    res.injector = std::make_shared<preemption_injector>(std::move(kills));
-  try {
-    res.transports = std::make_shared<transport_registry>(opts.transport, cfg.stages);
-  } catch (const std::exception& e) {
-    return make_error(errc::transport_failure, std::string("transport: ") + e.what());
-  }
-
-  manager_spec spec;
-  spec.cfg = cfg;
-  spec.parts = partition(layer_costs(cfg.model), cfg.stages);
-  spec.injector = res.injector;
-  spec.nodes = std::make_shared<local_nodes>(std::move(res));
-  spec.heartbeats = opts.heartbeats;
-  spec.collect_parameters = opts.collect_parameters;
-  spec.collect_digests = opts.collect_digests;
-  spec.on_step = opts.on_step;
-  spec.result = std::make_shared<run_result>();
-  spec.first_step = resume ? resume->step : 0;
-  spec.checkpoints = writer;
-  spec.checkpoint_every = ck.every;
-  auto manager = spawn_manager(sys, spec);
-
+  // One manager per plan: the first on every node, each after a rollback (a
+  // loss shadows cannot cover, with checkpoints) on the survivors.
+  auto run_cfg = cfg;
+  std::vector<int> ids(static_cast<std::size_t>(cfg.stages));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::uint64_t generation = 1;
+  run_result total;
   caf::error failure;
-  {
-    caf::scoped_actor self{sys};
-    self->request(manager, caf::infinite, train_atom::value)
-        .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+  for (;;) {
+    node_resources res;
+    res.cfg = run_cfg;
+    res.corpus = corpus;
+    res.heartbeat_period = opts.heartbeats.period;
+    res.resume = resume;
+    if (!kills.empty())
+      res.injector = std::make_shared<preemption_injector>(kills);
+    try {
+      res.transports =
+          std::make_shared<transport_registry>(opts.transport, run_cfg.stages);
+    } catch (const std::exception& e) {
+      return make_error(errc::transport_failure, std::string("transport: ") + e.what());
+    }
+    manager_spec spec;
+    spec.cfg = run_cfg;
+    spec.parts = partition(layer_costs(run_cfg.model), run_cfg.stages);
+    spec.injector = res.injector;
+    spec.nodes = std::make_shared<local_nodes>(std::move(res), ids);
+    spec.heartbeats = opts.heartbeats;
+    spec.collect_parameters = opts.collect_parameters;
+    spec.collect_digests = opts.collect_digests;
+    spec.on_step = opts.on_step;
+    spec.result = std::make_shared<run_result>();
+    spec.first_step = resume ? resume->step : 0;
+    spec.first_generation = generation;
+    spec.checkpoints = writer;
+    spec.checkpoint_every = ck.every;
+    spec.keep_nodes_on_failure = writer != nullptr;
+    if (total.rollbacks > 0)
+      spec.first_event = "rolled back to step " + std::to_string(spec.first_step);
+    auto manager = spawn_manager(sys, spec);
+    failure = caf::error{};
+    {
+      caf::scoped_actor self{sys};
+      self->request(manager, caf::infinite, train_atom::value)
+          .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+    }
+    auto& r = *spec.result;
+    std::move(r.failovers.begin(), r.failovers.end(),
+              std::back_inserter(total.failovers));
+    std::move(r.steps.begin(), r.steps.end(), std::back_inserter(total.steps));
+    if (!failure || !writer || !is_uncovered_loss(failure) || r.alive.empty()) {
+      r.steps = std::move(total.steps);
+      r.failovers = std::move(total.failovers);
+      r.rollbacks = total.rollbacks;
+      total = std::move(r);
+      break;
+    }
+    // The fallback: the survivors, a stage each, from the newest checkpoint.
+    writer->finish();
+    run_cfg.stages = static_cast<int>(r.alive.size());
+    auto point = resume_point(run_cfg, ck.dir, corpus, "rollback");
+    if (!point) {
+      failure = make_error(errc::unrecoverable_failure,
+                           describe(failure) + "; no checkpoint to roll back to (" +
+                               describe(point.error()) + ")");
+      break;
+    }
+    resume = *point;
+    if (spec.injector)
+      kills = pending_kills(*spec.injector, r.alive);
+    std::vector<int> next_ids;
+    for (int n : r.alive)
+      next_ids.push_back(ids.at(static_cast<std::size_t>(n)));
+    ids = std::move(next_ids);
+    generation = r.generation + 1;
+    ++total.rollbacks;
+    total.steps.erase(
+        std::remove_if(total.steps.begin(), total.steps.end(),
+                       [&](const step_record& x) { return x.step >= resume->step; }),
+        total.steps.end());
+    log::get("bamboo.manager")
+        ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", resume->step,
+               run_cfg.stages, describe(failure));
+    if (opts.on_rollback)
+      opts.on_rollback(resume->step, describe(failure));
   }
   // The last checkpoints are on disk before the run says it is done.
   if (writer)
-    spec.result->checkpoint_failures = writer->finish();
+    total.checkpoint_failures = writer->finish();
   if (failure)
     return failure;
-  return std::move(*spec.result);
+  return total;
 }
 
 } // namespace bamboo

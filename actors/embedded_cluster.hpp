@@ -21,6 +21,9 @@ struct run_options {
   bool collect_parameters = false; // owners' and shadows' state into the result
   bool collect_digests = false;    // their digests (as across processes)
   std::function<void(const step_record&)> on_step;
+  // With checkpoints, a loss shadows cannot cover rolls the surviving nodes
+  // back to the newest checkpoint: the run goes on from `to_step`.
+  std::function<void(std::int64_t to_step, const std::string& why)> on_rollback;
   std::vector<preempt_spec> preemptions; // injected kills
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
   heartbeat_policy heartbeats;

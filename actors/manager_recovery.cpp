@@ -74,6 +74,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
     logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node, step_,
                   describe(f), 1e3 * f.detect_s);
   if (!decision.fatal.empty()) {
+    plan_.alive[node] = false; // not among the survivors a rollback goes on with
     fail(make_error(errc::unrecoverable_failure,
                     "node " + std::to_string(node) + " lost in step " +
                         std::to_string(step_) + ": " + decision.fatal +

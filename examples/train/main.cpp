@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
     return 2;
   run_options run = opts->run;
   run.on_step = [&](const step_record& r) { report.on_step(r); };
+  run.on_rollback = [&](std::int64_t to, const std::string& why) {
+    report.on_rollback(to, why);
+  };
   auto result = run_embedded(cfg, run);
   if (!result)
     return app::failure_status("bamboo-train", result.error());

@@ -253,3 +253,39 @@ TEST_CASE("a checkpoint that does not fit on the disk is reported in one line, t
   REQUIRE(skipped.size() == 1); // step 4's files without a manifest
   CHECK(skipped[0].find("no manifest") != std::string::npos);
 }
+
+TEST_CASE(
+    "in embedded mode two neighbours lost in one step roll the survivors back to "
+    "the last checkpoint, and the run ends with the straight run's losses and state",
+    "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 4);
+  cfg.steps = 12;
+  const auto straight = train(cfg, {});
+  auto o = checkpointing(dir.path(), 5);
+  preempt_spec a, b;
+  a.node = 1;
+  a.step = 8;
+  b.node = 2;
+  b.step = 8;
+  b.op = 1;
+  o.preemptions = {a, b};
+  std::vector<std::int64_t> rollbacks;
+  o.on_rollback = [&](std::int64_t to, const std::string& why) {
+    rollbacks.push_back(to);
+    CHECK(why.find("shadows cannot cover it") != std::string::npos);
+  };
+  const auto r = train(cfg, o);
+  CHECK(rollbacks == std::vector<std::int64_t>{5});
+  CHECK(r.rollbacks == 1);
+  check_continues(straight, r, 0);
+  // The redone steps ran on the survivors, nodes 0 and 3, under a new generation.
+  CHECK(r.steps.at(5).owners == std::vector<int>{0, 3});
+  CHECK(r.steps.at(5).event == "rolled back to step 5");
+  CHECK(r.steps.at(5).generation > r.steps.at(4).generation);
+  // Without a checkpoint to go back to, the same losses end the run (exit 3).
+  o.checkpoints = {};
+  auto fatal = run_embedded(cfg, o);
+  REQUIRE_FALSE(fatal);
+  CHECK(describe(fatal.error()).find("unrecoverable_failure") != std::string::npos);
+}
