@@ -61,11 +61,6 @@ private:
   std::vector<int> ids_;
 };
 
-bool is_uncovered_loss(const caf::error& err) {
-  return err.category() == error_category &&
-         err.code() == static_cast<std::uint8_t>(errc::unrecoverable_failure);
-}
-
 // The planned kills that have not fired, on the survivors, renumbered as the
 // new plan numbers them (survivors[i] becomes node i).
 std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
@@ -176,14 +171,10 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
           .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
     }
     auto& r = *spec.result;
-    std::move(r.failovers.begin(), r.failovers.end(),
-              std::back_inserter(total.failovers));
-    std::move(r.steps.begin(), r.steps.end(), std::back_inserter(total.steps));
-    if (!failure || !writer || !is_uncovered_loss(failure) || r.alive.empty()) {
-      r.steps = std::move(total.steps);
-      r.failovers = std::move(total.failovers);
-      r.rollbacks = total.rollbacks;
-      total = std::move(r);
+    add_plan(total, r);
+    if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure) ||
+        r.alive.empty()) {
+      total = finish_run(std::move(total), std::move(r));
       break;
     }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
@@ -204,11 +195,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
       next_ids.push_back(ids.at(static_cast<std::size_t>(n)));
     ids = std::move(next_ids);
     generation = r.generation + 1;
-    ++total.rollbacks;
-    total.steps.erase(
-        std::remove_if(total.steps.begin(), total.steps.end(),
-                       [&](const step_record& x) { return x.step >= resume->step; }),
-        total.steps.end());
+    roll_back(total, resume->step);
     log::get("bamboo.manager")
         ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", resume->step,
                run_cfg.stages, describe(failure));

@@ -54,6 +54,10 @@ std::optional<loss> loss_of(const caf::error& err) {
               ctx.get_as<std::string>(2)};
 }
 
+bool is_error(const caf::error& err, errc e) {
+  return err.category() == error_category && err.code() == static_cast<std::uint8_t>(e);
+}
+
 std::string describe(const caf::error& err) {
   if (err.category() != error_category)
     return caf::to_string(err);

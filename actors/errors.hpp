@@ -40,6 +40,8 @@ struct loss {
 };
 // The cause and detail a make_loss error carries; nullopt for any other error.
 std::optional<loss> loss_of(const caf::error& err);
+// Whether err is bamboo's error e.
+bool is_error(const caf::error& err, errc e);
 // "bamboo error: invalid_data: cannot read ..." as one line for users.
 std::string describe(const caf::error& err);
 

@@ -26,4 +26,16 @@ inline std::string spread(std::vector<double> v, const char* unit = "s") {
   return buf;
 }
 
+// The cells of one CSV line (no quoting: our metrics files have none).
+inline std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= line.size(); ++i)
+    if (i == line.size() || line[i] == ',') {
+      cells.push_back(line.substr(start, i - start));
+      start = i + 1;
+    }
+  return cells;
+}
+
 } // namespace bamboo::bench

@@ -35,13 +35,7 @@ std::vector<row> read_rows(const std::string& csv) {
   std::string line;
   std::getline(in, line);
   while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= line.size(); ++i)
-      if (i == line.size() || line[i] == ',') {
-        cells.push_back(line.substr(start, i - start));
-        start = i + 1;
-      }
+    const auto cells = csv_cells(line);
     if (cells.size() >= 8)
       out.push_back({std::stol(cells[0]), std::stod(cells[6]), cells[7]});
   }

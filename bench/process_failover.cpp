@@ -30,13 +30,7 @@ std::vector<double> step_seconds(const std::string& csv) {
   std::string line;
   std::getline(in, line);
   while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::size_t start = 0;
-    for (std::size_t i = 0; i <= line.size(); ++i)
-      if (i == line.size() || line[i] == ',') {
-        cells.push_back(line.substr(start, i - start));
-        start = i + 1;
-      }
+    const auto cells = csv_cells(line);
     // Fault-free steps only, warm-up (steps 0 and 1) left out.
     if (cells.size() >= 8 && cells[7].empty() && std::stol(cells[0]) >= 2)
       out.push_back(std::stod(cells[6]));

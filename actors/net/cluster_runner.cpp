@@ -133,11 +133,6 @@ void update_members(caf::scoped_actor& self, std::vector<member>& members) {
         caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }
 
-bool is_uncovered_loss(const caf::error& err) {
-  return err.category() == error_category &&
-         err.code() == static_cast<std::uint8_t>(errc::unrecoverable_failure);
-}
-
 } // namespace
 
 caf::expected<run_result> run_cluster(const train_config& cfg,
@@ -238,15 +233,9 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     self->request(manager, caf::infinite, train_atom::value)
         .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
     auto& r = *spec.result;
-    // What stands of the earlier plans: the steps before this one's start.
-    std::move(r.failovers.begin(), r.failovers.end(),
-              std::back_inserter(total.failovers));
-    std::move(r.steps.begin(), r.steps.end(), std::back_inserter(total.steps));
-    if (!failure || !writer || !is_uncovered_loss(failure)) {
-      r.steps = std::move(total.steps);
-      r.failovers = std::move(total.failovers);
-      r.rollbacks = total.rollbacks;
-      total = std::move(r);
+    add_plan(total, r);
+    if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure)) {
+      total = finish_run(std::move(total), std::move(r));
       break;
     }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
@@ -284,12 +273,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     first_step = (*point)->step;
     resume = checkpoint_step_dir(ck.dir, first_step);
     generation = r.generation + 1;
-    ++total.rollbacks;
-    auto& steps = total.steps;
-    steps.erase(
-        std::remove_if(steps.begin(), steps.end(),
-                       [&](const step_record& s) { return s.step >= first_step; }),
-        steps.end());
+    roll_back(total, first_step);
     log::get("bamboo.manager")
         ->warn("rolling back to the checkpoint of step {} on {} workers, {} stages: {}",
                first_step, live.size(), run_cfg.stages, describe(failure));

@@ -1,6 +1,8 @@
 #include "actors/plan/run_record.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace bamboo {
 
@@ -62,6 +64,28 @@ std::vector<schema::tensor_digest> digests_of(const std::vector<param_blob>& blo
   for (const auto& b : blobs)
     out.push_back(digest_of(b));
   return out;
+}
+
+void add_plan(run_result& run, run_result& plan) {
+  std::move(plan.failovers.begin(), plan.failovers.end(),
+            std::back_inserter(run.failovers));
+  std::move(plan.steps.begin(), plan.steps.end(), std::back_inserter(run.steps));
+  plan.failovers.clear();
+  plan.steps.clear();
+}
+
+void roll_back(run_result& run, std::int64_t to_step) {
+  run.steps.erase(std::remove_if(run.steps.begin(), run.steps.end(),
+                                 [&](const step_record& s) { return s.step >= to_step; }),
+                  run.steps.end());
+  ++run.rollbacks;
+}
+
+run_result finish_run(run_result&& run, run_result&& last) {
+  last.steps = std::move(run.steps);
+  last.failovers = std::move(run.failovers);
+  last.rollbacks = run.rollbacks;
+  return std::move(last);
 }
 
 } // namespace bamboo

@@ -91,10 +91,18 @@ struct run_result {
   std::vector<int> heartbeats;             // per node
   std::uint64_t generation = 0;            // the last one of the run
   std::vector<int> alive;                  // the nodes alive at the end
+  // Rollbacks to a checkpoint, for losses shadows could not cover.
   int rollbacks = 0;
-  std::vector<std::string>
-      checkpoint_failures; // "step 4: ...: No space left on device" // to a checkpoint,
-                           // losses shadows could not cover
+  // Checkpoints not written: "step 4: ...: No space left on device".
+  std::vector<std::string> checkpoint_failures;
 };
+
+// A run of several plans (each rollback starts one): the records of the plan
+// that just ended join the run's.
+void add_plan(run_result& run, run_result& plan);
+// A rollback to `to_step`: the steps from there on are undone.
+void roll_back(run_result& run, std::int64_t to_step);
+// The last plan's result (its final state) with the whole run's records.
+run_result finish_run(run_result&& run, run_result&& last);
 
 } // namespace bamboo
