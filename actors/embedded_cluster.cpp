@@ -180,11 +180,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     writer->finish();
     run_cfg.stages = static_cast<int>(r.alive.size());
-    auto point = resume_point(run_cfg, ck.dir, corpus, "rollback");
+    auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
-      failure = make_error(errc::unrecoverable_failure,
-                           describe(failure) + "; no checkpoint to roll back to (" +
-                               describe(point.error()) + ")");
+      failure = point.error();
       break;
     }
     resume = *point;

@@ -58,4 +58,16 @@ resume_point(const train_config& cfg, const std::string& dir,
   return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
 }
 
+caf::expected<std::shared_ptr<const checkpoint>>
+rollback_point(const train_config& cfg, const std::string& dir,
+               const std::shared_ptr<const token_corpus>& corpus,
+               const caf::error& loss) {
+  auto point = resume_point(cfg, dir, corpus, "rollback");
+  if (!point)
+    return make_error(errc::unrecoverable_failure,
+                      describe(loss) + "; no checkpoint to roll back to (" +
+                          describe(point.error()) + ")");
+  return point;
+}
+
 } // namespace bamboo

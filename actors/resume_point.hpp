@@ -33,4 +33,10 @@ caf::expected<std::shared_ptr<const checkpoint>>
 resume_point(const train_config& cfg, const std::string& dir,
              const std::shared_ptr<const token_corpus>& corpus, const std::string& what);
 
+// Where a rollback for `loss` (a loss shadows could not cover) goes on from;
+// else the loss, unrecoverable, saying why no checkpoint would do.
+caf::expected<std::shared_ptr<const checkpoint>>
+rollback_point(const train_config& cfg, const std::string& dir,
+               const std::shared_ptr<const token_corpus>& corpus, const caf::error& loss);
+
 } // namespace bamboo

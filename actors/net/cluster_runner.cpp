@@ -263,11 +263,9 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
       break;
     }
     run_cfg.stages = std::min(cfg.stages, static_cast<int>(live.size()));
-    auto point = resume_point(run_cfg, ck.dir, corpus, "rollback");
+    auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
-      failure = make_error(errc::unrecoverable_failure,
-                           describe(failure) + "; no checkpoint to roll back to (" +
-                               describe(point.error()) + ")");
+      failure = point.error();
       break;
     }
     first_step = (*point)->step;
