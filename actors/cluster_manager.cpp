@@ -14,6 +14,7 @@ void manager_state::init(manager_spec spec) {
   plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
   plan_.generation = spec_.first_generation;
   step_ = spec_.first_step;
+  standby_ = spec_.standby;
   self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
 }
 
@@ -64,6 +65,7 @@ caf::behavior manager_state::make_behavior() {
         tracker_.seen(static_cast<int>(hb.node), clock_type::now());
       },
       [this](tick_atom) { on_tick(); },
+      [this](standby_atom, int count) { standby_ = std::max(0, count); },
   };
 }
 
@@ -219,6 +221,22 @@ void manager_state::fail(const caf::error& err) {
   const bool keep = spec_.keep_nodes_on_failure && err.category() == error_category &&
                     err.code() == static_cast<std::uint8_t>(errc::unrecoverable_failure);
   shutdown(keep ? err : caf::error(caf::exit_reason::user_shutdown));
+}
+
+// The plan ends at a step boundary for a new one: its nodes stay members and
+// wait for their next assignment (the proxies tell them so).
+void manager_state::end_plan(const std::string& why) {
+  auto& r = *spec_.result;
+  r.replanned_at = step_;
+  r.replan_reason = why;
+  r.generation = plan_.generation;
+  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n)
+    if (plan_.alive[n])
+      r.alive.push_back(n);
+  logger_->info("plan of generation {} ends before step {}: {}", plan_.generation, step_,
+                why);
+  promise_.deliver(done_atom::value);
+  shutdown(make_error(errc::plan_changed, why));
 }
 
 void manager_state::end_generation(const std::string& reason) {

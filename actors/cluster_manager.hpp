@@ -42,11 +42,22 @@ struct manager_spec {
   // Every `checkpoint_every` steps the owners' state goes to this writer (null: none).
   std::shared_ptr<checkpoint_writer> checkpoints;
   int checkpoint_every = 0;
+  // Re-plans (across processes): `standby` live members are outside the plan
+  // (updated with (standby_atom, count)); when the planner's replan_reason
+  // fires at a step boundary, every owner writes its state into `replans` and
+  // the plan ends there (the result's replanned_at), for a new plan that
+  // starts from those files. Null: no re-plans.
+  std::shared_ptr<checkpoint_writer> replans;
+  int standby = 0;
+  int target_stages = 0; // the depth the run asks for (0: cfg.stages)
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error
 // (errc::unrecoverable_failure when shadows cannot cover a loss; the result's
 // `alive` then says which nodes survived).
+// (done_atom) also when the plan ended at a step boundary for a new one
+// (run_result::replanned_at), with the nodes kept for it.
+// (standby_atom, count): the live members outside the plan.
 // (notice_atom, node, deadline_ms): a preemption notice for the node; its
 // stages move to their shadows at the next step boundary.
 caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec);

@@ -14,6 +14,7 @@ const char* to_string(errc e) {
   case errc::unrecoverable_failure: return "unrecoverable_failure";
   case errc::node_lost: return "node_lost";
   case errc::checkpoint_failed: return "checkpoint_failed";
+  case errc::plan_changed: return "plan_changed";
   }
   return "unknown";
 }

@@ -25,6 +25,7 @@ enum class errc : std::uint8_t {
   unrecoverable_failure, // losses shadows cannot cover (checkpoint fallback)
   node_lost,             // a worker process is gone (its context says how)
   checkpoint_failed,     // a checkpoint could not be written or read
+  plan_changed,          // the plan ended at a step boundary for a new one
 };
 
 constexpr caf::atom_value error_category = caf::atom("bamboo");

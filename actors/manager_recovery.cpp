@@ -105,6 +105,10 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   }
   plan_ = decision.plan;
   abandon_copies();
+  if (replanning_) { // the recovery round starts the step under this plan
+    replanning_ = false;
+    ++replan_round_;
+  }
   start_recovery();
 }
 

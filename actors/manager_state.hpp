@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +43,7 @@ private:
   void finish();
   void deliver_done();
   void fail(const caf::error& err);
+  void end_plan(const std::string& why);
   void end_generation(const std::string& reason);
   void shutdown(const caf::error& reason = caf::exit_reason::user_shutdown);
   std::vector<stage_actor> distinct_owners() const;
@@ -52,7 +54,9 @@ private:
 
   // manager_steps.cpp
   void begin_step();
+  void start_owners();
   void run_owners();
+  bool replan();
   void on_report(const schema::step_report& r);
   void send_commit(int stage);
   void on_committed(std::int64_t k, int stage);
@@ -61,7 +65,8 @@ private:
   void maybe_resync(int stage);
   bool hand_off();
   void maybe_finish_step();
-  void snapshot();
+  void snapshot(const std::shared_ptr<checkpoint_writer>& writer,
+                std::function<void(bool written)> then = {});
   void close_failovers(step_record& rec, clock_type::time_point now);
   bool degraded() const;
   std::string unprotected() const;
@@ -120,6 +125,11 @@ private:
   // Checkpoints whose files are being written: the run is done after them.
   int snapshots_ = 0;
   bool done_waiting_ = false;
+  // Re-plans: the members outside the plan, and the one under way (a loss
+  // abandons it: the step then runs on the failed-over plan).
+  int standby_ = 0;
+  std::uint64_t replan_round_ = 0;
+  bool replanning_ = false;
 };
 
 } // namespace bamboo

@@ -41,9 +41,47 @@ void manager_state::begin_step() {
   step_start_ = clock_type::now();
   if (hand_off())
     return; // the re-plan's resume orders start the step
+  if (replan())
+    return; // this plan ends here, or the step starts when the state is saved
+  start_owners();
+}
+
+void manager_state::start_owners() {
   reshadow();
   if (copies_.empty())
     run_owners();
+}
+
+// At a step boundary, when a standby node should join the plan (the planner's
+// triggers): every owner writes its state for the next plan, which starts from
+// those files on the members the runner chooses; this plan then ends. If a
+// file cannot be written the step goes on under this plan; a loss meanwhile
+// abandons the re-plan (its recovery round starts the step).
+bool manager_state::replan() {
+  if (!spec_.replans || replanning_)
+    return false;
+  const auto why = replan_reason(
+      plan_, spec_.target_stages > 0 ? spec_.target_stages : spec_.cfg.stages, standby_);
+  if (why.empty())
+    return false;
+  replanning_ = true;
+  const auto round = ++replan_round_;
+  logger_->info("a new plan before step {}: {}; every stage saves its state for it",
+                step_, why);
+  snapshot(spec_.replans, [this, round, why](bool written) {
+    if (round != replan_round_ || finished_)
+      return; // abandoned
+    replanning_ = false;
+    if (written) {
+      end_plan(why);
+      return;
+    }
+    logger_->warn("no new plan before step {}: a stage's state was not saved; the "
+                  "step runs under this one",
+                  step_);
+    start_owners();
+  });
+  return true;
 }
 
 void manager_state::run_owners() {
@@ -179,14 +217,16 @@ void manager_state::maybe_finish_step() {
   }
   if (spec_.checkpoints && spec_.checkpoint_every > 0 &&
       step_ % spec_.checkpoint_every == 0)
-    snapshot();
+    snapshot(spec_.checkpoints);
   begin_step();
 }
 
-// A checkpoint of the boundary before step_: each owner copies its state when
-// asked, before the next run_step (one mailbox), and writes its file off its
-// thread while training goes on; the manifest follows when every file is in.
-void manager_state::snapshot() {
+// A checkpoint of the boundary before step_ into `writer`: each owner copies
+// its state when asked, before the next run_step (one mailbox), and writes its
+// file off its thread while training goes on; the manifest follows when every
+// file is in. `then` learns whether every file was written.
+void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
+                             std::function<void(bool written)> then) {
   struct gathering {
     checkpoint_manifest m;
     std::size_t left = 0;
@@ -203,16 +243,19 @@ void manager_state::snapshot() {
   const auto owners = distinct_owners();
   g->left = owners.size();
   ++snapshots_;
-  const auto dir = checkpoint_step_dir(spec_.checkpoints->dir(), step_);
-  auto one_done = [this, g] {
+  const auto dir = checkpoint_step_dir(writer->dir(), step_);
+  auto one_done = [this, g, writer, then = std::move(then)] {
     if (--g->left > 0)
       return;
     if (!g->failed) {
       std::sort(g->m.files.begin(), g->m.files.end(),
                 [](const auto& a, const auto& b) { return a.file < b.file; });
-      spec_.checkpoints->submit(std::move(g->m));
+      writer->submit(std::move(g->m));
     }
-    if (--snapshots_ == 0 && done_waiting_)
+    --snapshots_;
+    if (then)
+      then(!g->failed);
+    if (snapshots_ == 0 && done_waiting_)
       deliver_done();
   };
   for (const auto& a : owners)
@@ -222,9 +265,9 @@ void manager_state::snapshot() {
               g->m.files.push_back(std::move(f));
               one_done();
             },
-            [this, g, one_done](caf::error& err) {
+            [g, writer, one_done](caf::error& err) {
               if (!g->failed)
-                spec_.checkpoints->failed(g->m.step, describe(err));
+                writer->failed(g->m.step, describe(err));
               g->failed = true;
               one_done();
             });

@@ -71,6 +71,8 @@ using broadcast_atom = caf::atom_constant<caf::atom("broadcast")>;
 // To the gateway's listener: (joined_atom, member, agent) and (lost_atom, member).
 using joined_atom = caf::atom_constant<caf::atom("joined")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
+// (standby_atom, count): to the manager, the live members outside its plan.
+using standby_atom = caf::atom_constant<caf::atom("standby")>;
 
 // --- message types ---------------------------------------------------------------
 

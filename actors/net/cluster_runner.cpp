@@ -1,5 +1,10 @@
 #include "actors/net/cluster_runner.hpp"
 
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
@@ -24,6 +29,12 @@ struct member {
   caf::actor agent;
 };
 
+void remove_member(std::vector<member>& members, int id) {
+  members.erase(std::remove_if(members.begin(), members.end(),
+                               [&](const member& m) { return m.id == id; }),
+                members.end());
+}
+
 // Waits until `count` workers joined (and are still there).
 caf::expected<std::vector<member>> await_members(caf::scoped_actor& self, int count,
                                                  std::chrono::milliseconds timeout) {
@@ -42,11 +53,7 @@ caf::expected<std::vector<member>> await_members(caf::scoped_actor& self, int co
           members.push_back({id, std::move(agent)});
           logger->info("{} of {} workers are here", members.size(), count);
         },
-        [&](lost_atom, int id) {
-          members.erase(std::remove_if(members.begin(), members.end(),
-                                       [&](const member& m) { return m.id == id; }),
-                        members.end());
-        },
+        [&](lost_atom, int id) { remove_member(members, id); },
         caf::after(left) >> [] {});
   }
   return members;
@@ -117,6 +124,36 @@ private:
   std::string resume_; // the checkpoint's step directory, or empty
 };
 
+// Where re-plans put the state the next plan starts from: DIR/replan under the
+// checkpoint directory (which every worker reaches), else a scratch directory;
+// removed when the run ends.
+class replan_dir {
+public:
+  explicit replan_dir(const std::string& checkpoint_dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!checkpoint_dir.empty()) {
+      path_ = (fs::path(checkpoint_dir) / "replan").string();
+      fs::create_directories(path_, ec);
+    } else {
+      path_ = (fs::temp_directory_path(ec) / "bamboo-replan-XXXXXX").string();
+      if (!mkdtemp(path_.data()))
+        ec = std::error_code(errno, std::generic_category());
+    }
+    if (ec)
+      problem_ = "cannot make the re-plan directory " + path_ + ": " + ec.message();
+  }
+  ~replan_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  const std::string& problem() const { return problem_; }
+
+private:
+  std::string path_, problem_;
+};
+
 // Joins and losses the gateway told of while the manager ran.
 void update_members(caf::scoped_actor& self, std::vector<member>& members) {
   bool more = true;
@@ -125,11 +162,7 @@ void update_members(caf::scoped_actor& self, std::vector<member>& members) {
         [&](joined_atom, int id, caf::actor agent) {
           members.push_back({id, std::move(agent)});
         },
-        [&](lost_atom, int id) {
-          members.erase(std::remove_if(members.begin(), members.end(),
-                                       [&](const member& m) { return m.id == id; }),
-                        members.end());
-        },
+        [&](lost_atom, int id) { remove_member(members, id); },
         caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }
 
@@ -187,12 +220,13 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                                                    std::to_string(opts.port) + ": " +
                                                    sys.render(bound.error()));
   }
+  const int wanted = opts.workers > 0 ? opts.workers : cfg.stages;
   log::get("bamboo.gateway")
       ->info("listening on {}:{} (store {}); waiting for {} workers", opts.bind, *bound,
-             store->port(), cfg.stages);
+             store->port(), wanted);
   if (opts.on_listening)
     opts.on_listening(*bound);
-  auto members = await_members(self, cfg.stages, opts.join_timeout);
+  auto members = await_members(self, wanted, opts.join_timeout);
   if (!members) {
     stop_gateway();
     return members.error();
@@ -201,22 +235,33 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   std::shared_ptr<checkpoint_writer> writer;
   if (ck.every > 0)
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
+  replan_dir replan_files(ck.dir);
+  if (!replan_files.problem().empty()) {
+    stop_gateway();
+    return make_error(errc::checkpoint_failed, replan_files.problem());
+  }
+  auto replans = std::make_shared<checkpoint_writer>(replan_files.path(), 1);
+  std::size_t replan_failures = 0;
 
-  // One manager per plan: the first on every worker that joined, each after a
-  // rollback on the survivors.
+  // One manager per plan: the first on the first `stages` workers that joined
+  // (the others wait as standby), a new one after each re-plan and rollback.
   auto run_cfg = cfg;
-  auto live = std::move(*members);
+  auto live = std::move(*members); // the plan's members first, then the standby ones
   std::uint64_t generation = 1;
+  std::string first_event;
   run_result total;
   caf::error failure;
+  auto log_manager = log::get("bamboo.manager");
   if (opts.on_started)
     opts.on_started();
   for (;;) {
+    const std::vector<member> in_plan(live.begin(), live.begin() + run_cfg.stages);
+    auto standby = [&] { return static_cast<int>(live.size()) - run_cfg.stages; };
     manager_spec spec;
     spec.cfg = run_cfg;
     spec.parts = partition(layer_costs(run_cfg.model), run_cfg.stages);
-    spec.nodes = std::make_shared<process_nodes>(run_cfg, live, gateway, opts.frame_limit,
-                                                 generation, resume);
+    spec.nodes = std::make_shared<process_nodes>(run_cfg, in_plan, gateway,
+                                                 opts.frame_limit, generation, resume);
     spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
     spec.on_step = opts.on_step;
     spec.collect_digests = opts.collect_digests;
@@ -226,30 +271,86 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     spec.checkpoints = writer;
     spec.checkpoint_every = ck.every;
     spec.keep_nodes_on_failure = writer != nullptr;
-    if (total.rollbacks > 0)
-      spec.first_event = "rolled back to step " + std::to_string(first_step);
+    spec.first_event = first_event;
+    spec.replans = replans;
+    spec.standby = standby();
+    spec.target_stages = cfg.stages;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
-    self->request(manager, caf::infinite, train_atom::value)
-        .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+    // Until the plan ends: the members that join or leave meanwhile are the
+    // standby ones the manager may call on.
+    std::set<int> lost;
+    bool running = true;
+    self->send(manager, train_atom::value);
+    self->receive_while(running)(
+        [&](done_atom) { running = false; },
+        [&](caf::error& err) {
+          failure = std::move(err);
+          running = false;
+        },
+        [&](joined_atom, int id, caf::actor agent) {
+          live.push_back({id, std::move(agent)});
+          log_manager->info("node {} joined: standby ({} standby)", id, standby());
+          self->send(manager, standby_atom::value, standby());
+        },
+        [&](lost_atom, int id) {
+          lost.insert(id);
+          const auto first_standby = live.begin() + run_cfg.stages;
+          if (std::any_of(first_standby, live.end(),
+                          [&](const member& m) { return m.id == id; })) {
+            remove_member(live, id);
+            self->send(manager, standby_atom::value, standby());
+          }
+        });
     auto& r = *spec.result;
     add_plan(total, r);
-    if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure)) {
+    const bool replanned = !failure && r.replanned_at >= 0;
+    const bool fallback =
+        failure && writer && is_error(failure, errc::unrecoverable_failure);
+    if (!replanned && !fallback) {
       total = finish_run(std::move(total), std::move(r));
       break;
     }
+    // The next plan's members: the survivors, then the standby ones, then
+    // those that joined meanwhile.
+    std::vector<member> next;
+    for (int n : r.alive)
+      if (!lost.count(in_plan.at(static_cast<std::size_t>(n)).id))
+        next.push_back(in_plan.at(static_cast<std::size_t>(n)));
+    next.insert(next.end(), live.begin() + run_cfg.stages, live.end());
+    update_members(self, next);
+    live = std::move(next);
+    generation = r.generation + 1;
+    if (replanned) {
+      auto failures = replans->finish(); // the manifest is on disk
+      if (failures.size() == replan_failures && static_cast<int>(live.size()) >= 2) {
+        run_cfg.stages = std::min(cfg.stages, static_cast<int>(live.size()));
+        first_step = r.replanned_at;
+        resume = checkpoint_step_dir(replans->dir(), first_step);
+        first_event = "re-planned: " + r.replan_reason;
+        ++total.replans;
+        log_manager->info(
+            "a new plan from step {} on {} workers, {} stages ({} standby): "
+            "{}",
+            first_step, live.size(), run_cfg.stages,
+            static_cast<int>(live.size()) - run_cfg.stages, r.replan_reason);
+        if (opts.on_replan)
+          opts.on_replan(first_step, r.replan_reason);
+        continue;
+      }
+      replan_failures = failures.size();
+      failure = make_error(errc::unrecoverable_failure,
+                           "the state saved for a new plan before step " +
+                               std::to_string(r.replanned_at) + " is incomplete");
+      if (!writer)
+        break;
+    }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     if (auto f = writer->finish(); !f.empty())
-      log::get("bamboo.checkpoint")->warn("{} checkpoint(s) failed", f.size());
-    std::vector<member> survivors;
-    for (int n : r.alive)
-      survivors.push_back(live.at(static_cast<std::size_t>(n)));
-    update_members(self, survivors); // and those that joined meanwhile
-    live = std::move(survivors);
+      log_manager->warn("{} checkpoint(s) failed", f.size());
     if (static_cast<int>(live.size()) < cfg.stages && opts.replacement_wait.count() > 0) {
-      log::get("bamboo.manager")
-          ->info("{} of {} workers left: waiting up to {} ms for new ones", live.size(),
-                 cfg.stages, opts.replacement_wait.count());
+      log_manager->info("{} of {} workers left: waiting up to {} ms for new ones",
+                        live.size(), cfg.stages, opts.replacement_wait.count());
       if (auto more = await_members(self, cfg.stages - static_cast<int>(live.size()),
                                     opts.replacement_wait))
         live.insert(live.end(), more->begin(), more->end());
@@ -270,11 +371,11 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     }
     first_step = (*point)->step;
     resume = checkpoint_step_dir(ck.dir, first_step);
-    generation = r.generation + 1;
+    first_event = "rolled back to step " + std::to_string(first_step);
     roll_back(total, first_step);
-    log::get("bamboo.manager")
-        ->warn("rolling back to the checkpoint of step {} on {} workers, {} stages: {}",
-               first_step, live.size(), run_cfg.stages, describe(failure));
+    log_manager->warn("rolling back to the checkpoint of step {} on {} workers, {} "
+                      "stages: {}",
+                      first_step, live.size(), run_cfg.stages, describe(failure));
     if (opts.on_rollback)
       opts.on_rollback(first_step, describe(failure));
   }

@@ -5,7 +5,8 @@
 // workers over Gloo, through the rendezvous store this process hosts. When
 // shadows cannot cover a loss, the runner rolls the survivors back to the
 // newest checkpoint and starts a new manager on them (a stage each), in the
-// same processes: the fallback.
+// same processes: the fallback. Workers beyond the plan wait as standby, and a
+// re-plan at a step boundary brings them in (the planner's triggers).
 #pragma once
 
 #include <chrono>
@@ -30,6 +31,13 @@ struct cluster_options {
   std::size_t frame_limit = schema::default_frame_limit;
   heartbeat_policy heartbeats;
   std::chrono::milliseconds join_timeout{std::chrono::minutes(2)};
+  // Workers to wait for before the first step (0: cfg.stages); those beyond
+  // the plan wait as standby, as do workers that join later. At a step
+  // boundary where a standby worker can relieve a node that runs two stages
+  // (or deepen a pipeline made shallower by a rollback), every stage saves its
+  // state (into DIR/replan under the checkpoint directory, else a scratch
+  // directory) and a new plan starts from it on the survivors and the standby.
+  int workers = 0;
   bool collect_digests = false; // the workers' final state digests into the result
   // Checkpoints as in embedded mode; every worker writes its stage's file into
   // `dir` (one directory that every process reaches), this process the
@@ -47,6 +55,8 @@ struct cluster_options {
   // The run goes on from the checkpoint of `to_step` (steps from there on are
   // undone), on the caller's thread.
   std::function<void(std::int64_t to_step, const std::string& why)> on_rollback;
+  // A new plan starts at `step` (nothing is undone), on the caller's thread.
+  std::function<void(std::int64_t step, const std::string& why)> on_replan;
 };
 
 // Errors as run_embedded's, plus errc::transport_failure when the port cannot

@@ -40,6 +40,8 @@ struct proxy_state {
         l.reason = "fenced: declared lost (" + describe(e) + ")";
       else if (is(errc::unrecoverable_failure)) // a rollback: wait for a new plan
         l = schema::leave{"rolling back to a checkpoint (" + describe(e) + ")", true};
+      else if (is(errc::plan_changed)) // a re-plan at a step boundary
+        l = schema::leave{"a new plan (" + describe(e) + ")", true};
       caf::anon_send(agent, to_wire(l, target));
     });
     return {

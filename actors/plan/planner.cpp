@@ -103,6 +103,26 @@ std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan) {
   return out;
 }
 
+std::string replan_reason(const cluster_plan& plan, int target_stages, int standby) {
+  if (standby <= 0)
+    return {};
+  for (int n = 0; n < static_cast<int>(plan.alive.size()); ++n) {
+    const auto stages = plan.stages_of(n);
+    if (!plan.alive[n] || stages.size() < 2)
+      continue;
+    std::string list;
+    for (int s : stages)
+      list += " " + std::to_string(s);
+    return "node " + std::to_string(n) + " runs stages" + list + " and " +
+           std::to_string(standby) + " standby node(s) can take one";
+  }
+  if (plan.stages < target_stages)
+    return "the pipeline has " + std::to_string(plan.stages) + " of " +
+           std::to_string(target_stages) + " stages and " + std::to_string(standby) +
+           " standby node(s) can deepen it";
+  return {};
+}
+
 std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) {
   const int n = static_cast<int>(done.size());
   std::vector<resume_order_plan> out(n);

@@ -50,6 +50,13 @@ failover_decision plan_failover(const cluster_plan& plan, int node);
 // that node runs the stage itself. Returns (stage, node) pairs.
 std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan);
 
+// Why the cluster should get a new plan at this step boundary, in words (no
+// commas: it goes into the metrics CSV), or empty. Bamboo's triggers for one
+// pipeline, given `standby` live nodes outside the plan: a standby node can
+// relieve a node that runs two stages, or deepen a pipeline that has fewer
+// stages than `target_stages` (after a rollback onto fewer nodes).
+std::string replan_reason(const cluster_plan& plan, int target_stages, int standby);
+
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {
   std::set<int> forwards;

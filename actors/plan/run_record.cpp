@@ -85,6 +85,7 @@ run_result finish_run(run_result&& run, run_result&& last) {
   last.steps = std::move(run.steps);
   last.failovers = std::move(run.failovers);
   last.rollbacks = run.rollbacks;
+  last.replans = run.replans;
   return std::move(last);
 }
 

@@ -95,6 +95,10 @@ struct run_result {
   int rollbacks = 0;
   // Checkpoints not written: "step 4: ...: No space left on device".
   std::vector<std::string> checkpoint_failures;
+  // The plan ended before this step for a new one (-1: it did not), and why.
+  std::int64_t replanned_at = -1;
+  std::string replan_reason;
+  int replans = 0; // of the whole run
 };
 
 // A run of several plans (each rollback starts one): the records of the plan

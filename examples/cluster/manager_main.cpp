@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
   c.replacement_wait =
       std::chrono::milliseconds(static_cast<long>(o.replacement_wait_s * 1000));
   c.join_timeout = std::chrono::seconds(join_timeout_s);
+  c.workers = o.workers;
   if (app.count("--stages") == 0)
     return admit_only(c);
 
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
     return 2;
   c.on_listening = [&](std::uint16_t p) {
     std::printf("bamboo-manager: listening on %s:%u, waiting for %d workers\n",
-                c.bind.c_str(), p, o.cfg.stages);
+                c.bind.c_str(), p, o.workers > 0 ? o.workers : o.cfg.stages);
     std::fflush(stdout);
     status::emit("listening " + std::to_string(p));
   };
@@ -118,6 +119,9 @@ int main(int argc, char** argv) {
   c.on_rollback = [&](std::int64_t to_step, const std::string& why) {
     report.on_rollback(to_step, why);
     status::emit("rollback " + std::to_string(to_step));
+  };
+  c.on_replan = [&](std::int64_t step, const std::string& why) {
+    report.on_replan(step, why);
   };
   c.on_step = [&](const step_record& r) {
     report.on_step(r);

@@ -1,5 +1,6 @@
 #include "examples/train/cli.hpp"
 
+#include <cstdio>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -97,6 +98,11 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "with --processes: start a new worker this long after each --preempt "
                  "kill (a replacement spot instance)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--workers", o.workers,
+                 "across processes: workers to wait for before the first step (default "
+                 "--stages; the others are standby and take a stage at a step boundary "
+                 "when a node runs two)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--resume", o.run.checkpoints.resume,
                "start from the newest complete checkpoint in --checkpoint-dir (any "
                "number of stages)");
@@ -119,8 +125,35 @@ std::optional<std::string> train_options::finish() {
       return problem;
   if (auto problem = check(o_.run.checkpoints))
     return problem;
+  if (o_.workers > 0 && o_.workers < c.stages)
+    return "--workers " + std::to_string(o_.workers) + " is below --stages " +
+           std::to_string(c.stages) + ": every stage needs a worker";
   return validate(c);
 }
+
+namespace {
+
+// "step=K[,count=C]": C new workers as step K begins.
+std::optional<std::string> parse_join(const std::string& text, long steps,
+                                      std::vector<cli_options::join>& out) {
+  cli_options::join j;
+  long step = -1, count = 1;
+  char tail = 0;
+  const int n = std::sscanf(text.c_str(), "step=%ld,count=%ld%c", &step, &count, &tail);
+  if (!(n == 2 || (n == 1 && std::sscanf(text.c_str(), "step=%ld%c", &step, &tail) == 1)))
+    return "--join " + text + ": expected step=K or step=K,count=C";
+  if (step < 0 || count < 1 || count > 64)
+    return "--join " + text + ": K must be 0 or more and C from 1 to 64";
+  if (step >= steps)
+    return "--join " + text + ": step " + std::to_string(step) + " is past the run (" +
+           std::to_string(steps) + " steps, 0 to " + std::to_string(steps - 1) + ")";
+  j.step = step;
+  j.count = static_cast<int>(count);
+  out.push_back(j);
+  return std::nullopt;
+}
+
+} // namespace
 
 std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   cli_options o;
@@ -133,6 +166,28 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
                  "with --processes: when the manager is lost, start the cluster again "
                  "from the newest checkpoint, up to this many times")
       ->check(CLI::NonNegativeNumber);
+  std::vector<std::string> joins;
+  app.add_option("--join", joins,
+                 "with --processes: start C new workers as step K begins, "
+                 "step=K[,count=C] (new spot instances; standby until a re-plan)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--spot-trace", o.spot_trace,
+                 "with --processes: start and remove workers as this spot trace "
+                 "(delta_ms,add|remove,node) adds and removes instances");
+  app.add_option("--trace-speedup", o.trace_speedup,
+                 "trace time runs this many times faster than wall time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-workers", o.max_workers,
+                 "worker slots the trace's instances are mapped onto (first come, "
+                 "first served; the others are left out)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--notice-s", o.notice_s,
+                 "a removed instance's worker gets SIGTERM and kill -9 this many "
+                 "(wall) seconds later; 0: kill -9 at once")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -143,7 +198,20 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     exit_code = 2;
     return std::nullopt;
   }
-  if (auto problem = options.finish()) {
+  auto problem = options.finish();
+  for (const auto& j : joins)
+    if (!problem)
+      problem = parse_join(j, o.cfg.steps, o.joins);
+  if (!problem && !o.processes &&
+      (o.workers > 0 || !o.joins.empty() || !o.spot_trace.empty()))
+    problem = "--workers, --join and --spot-trace are for --processes (worker processes)";
+  if (!problem && !o.spot_trace.empty() && (o.workers > 0 || o.restarts > 0))
+    problem = "--spot-trace starts the workers its trace has at time 0: give neither "
+              "--workers nor --restarts with it";
+  if (!problem && !o.spot_trace.empty() && o.max_workers < o.cfg.stages)
+    problem = "--max-workers " + std::to_string(o.max_workers) + " is below --stages " +
+              std::to_string(o.cfg.stages);
+  if (problem) {
     std::cerr << "bamboo-train: error: " << *problem << "\n";
     exit_code = 2;
     return std::nullopt;

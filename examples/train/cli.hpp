@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/embedded_cluster.hpp"
 #include "model/config.hpp"
@@ -28,6 +29,17 @@ struct cli_options {
   int restarts = 0;       // --processes: restarts of a lost manager, from a checkpoint
   double replace_after_s = -1;   // --processes: a killed worker's replacement, after this
   double replacement_wait_s = 0; // across processes: a rollback waits for workers
+  int workers = 0;               // across processes: workers to start (0: --stages)
+  struct join {
+    long step = 0;
+    int count = 1;
+  };
+  std::vector<join> joins; // --processes: new workers started as step K begins
+  // --processes --spot-trace: workers started and removed as a spot trace says.
+  std::string spot_trace;
+  double trace_speedup = 1;
+  int max_workers = 8;
+  double notice_s = 0; // > 0: SIGTERM, then kill -9 this long after
 };
 
 // The training options, bound to an app (bamboo-train's and bamboo-manager's

@@ -5,13 +5,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include "examples/cluster/child_process.hpp"
 #include "examples/cluster/status.hpp"
+#include "examples/train/trace_replay.hpp"
 #include "model/checkpoint.hpp"
 
 namespace bamboo::app {
@@ -71,6 +75,61 @@ struct pipe_pair {
   }
 };
 
+// Committed samples over wall time, from the status channel: the run's goodput,
+// next to the rate of its undisturbed steps (the median interval between
+// consecutive commits, so the few steps a loss or re-plan slowed hardly count).
+class goodput_meter {
+public:
+  using time_point = std::chrono::steady_clock::time_point;
+  void started(time_point t) {
+    if (!started_) {
+      start_ = t;
+      started_ = true;
+    }
+    last_ = t;
+    last_step_ = -1;
+  }
+  void committed(long step, time_point t) {
+    if (first_step_ < 0)
+      first_step_ = step;
+    if (last_step_ >= 0 && step == last_step_ + 1)
+      intervals_.push_back(std::chrono::duration<double>(t - last_).count());
+    last_step_ = step;
+    top_step_ = std::max(top_step_, step);
+    last_ = end_ = t;
+  }
+  void rolled_back(time_point t) {
+    last_ = t;
+    last_step_ = -1;
+  }
+  // "goodput 41.2 samples/s over 62.3 s, 0.871 of the undisturbed rate (median
+  // step interval 0.171 s)", or empty before any commit.
+  std::string summary(int global_batch) const {
+    if (first_step_ < 0 || intervals_.empty() || global_batch <= 0)
+      return {};
+    auto iv = intervals_;
+    std::nth_element(iv.begin(), iv.begin() + iv.size() / 2, iv.end());
+    const double median = iv[iv.size() / 2];
+    const double wall = std::chrono::duration<double>(end_ - start_).count();
+    const double samples =
+        static_cast<double>(top_step_ + 1 - first_step_) * global_batch;
+    const double goodput = wall > 0 ? samples / wall : 0;
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "goodput %.1f samples/s over %.1f s, %.3f of the undisturbed rate "
+                  "(median step interval %.3f s)",
+                  goodput, wall, median > 0 ? goodput / (global_batch / median) : 0,
+                  median);
+    return buf;
+  }
+
+private:
+  bool started_ = false;
+  time_point start_, last_, end_;
+  long first_step_ = -1, last_step_ = -1, top_step_ = -1;
+  std::vector<double> intervals_;
+};
+
 // How long a manager may outlive all its workers before it counts as stopped,
 // and how long the workers of a lost manager get to notice and say so.
 constexpr std::chrono::seconds manager_grace{3};
@@ -109,6 +168,9 @@ int run_local_cluster(const local_cluster_options& lo) {
   const std::string dir = proc::program_dir();
   const auto& kills = lo.kills;
   std::vector<bool> fired(kills.size(), false); // once each, restarts or not
+  goodput_meter meter;
+  using clock = std::chrono::steady_clock;
+  std::vector<bool> joined(lo.joins.size(), false);
   int code = -1; // the manager's exit status; -1 while it runs
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0"};
@@ -128,8 +190,52 @@ int run_local_cluster(const local_cluster_options& lo) {
       workers.push_back(
           start({dir + "/bamboo-worker", "--manager", "127.0.0.1:" + std::to_string(port),
                  "--log-level", lo.log_level}));
+      return workers.back().get();
+    };
+    // The trace's instances: slot -> its worker; kills due after a notice.
+    std::map<int, proc::child*> slot_worker;
+    std::vector<std::pair<clock::time_point, proc::child*>> notice_kills;
+    std::optional<clock::time_point> replay_start;
+    auto replay = [&](clock::time_point now) {
+      if (!lo.trace || !replay_start)
+        return;
+      for (const auto& a : lo.trace->due(now - *replay_start)) {
+        const double at_s = static_cast<double>(a.trace_ms) / 1e3;
+        if (a.start) {
+          slot_worker[a.slot] = start_worker();
+          std::printf("bamboo-train: trace t=%.0f s: %s added, a new worker (slot %d)\n",
+                      at_s, a.instance.c_str(), a.slot);
+        } else if (auto* w = slot_worker[a.slot]) {
+          const bool notice = lo.notice.count() > 0;
+          std::printf("bamboo-train: trace t=%.0f s: %s removed, %s of its worker (slot "
+                      "%d, pid %d)\n",
+                      at_s, a.instance.c_str(), notice ? "SIGTERM" : "kill -9", a.slot,
+                      static_cast<int>(w->pid()));
+          w->signal(notice ? SIGTERM : SIGKILL);
+          if (notice)
+            notice_kills.push_back({now + lo.notice, w});
+          slot_worker[a.slot] = nullptr;
+        }
+        std::fflush(stdout);
+      }
+      for (auto it = notice_kills.begin(); it != notice_kills.end();)
+        if (now >= it->first) {
+          it->second->signal(SIGKILL);
+          it = notice_kills.erase(it);
+        } else {
+          ++it;
+        }
     };
     auto fire = [&](long step) {
+      for (std::size_t i = 0; i < lo.joins.size(); ++i)
+        if (!joined[i] && lo.joins[i].step <= step) {
+          joined[i] = true;
+          std::printf("bamboo-train: %d new worker(s) start in step %ld\n",
+                      lo.joins[i].count, step);
+          std::fflush(stdout);
+          for (int n = 0; n < lo.joins[i].count; ++n)
+            start_worker();
+        }
       for (std::size_t i = 0; i < kills.size(); ++i)
         if (!fired[i] && kills[i].step == step && pid_of_node.count(kills[i].node)) {
           fired[i] = true;
@@ -153,14 +259,19 @@ int run_local_cluster(const local_cluster_options& lo) {
                     static_cast<int>(manager->pid()), e->values[0]);
         std::fflush(stdout);
         port = e->values[0];
-        for (int n = 0; n < lo.stages; ++n)
-          start_worker();
+        for (int n = 0; n < lo.workers; ++n)
+          slot_worker[n] = start_worker();
       } else if (e->kind == "joined") {
         pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
       } else if (e->kind == "started") {
         begun = 0;
+        replay_start = clock::now();
+        meter.started(*replay_start);
       } else if (e->kind == "committed") {
         begun = e->values[0] + 1;
+        meter.committed(e->values[0], clock::now());
+      } else if (e->kind == "rollback") {
+        meter.rolled_back(clock::now());
       }
       if (begun >= 0)
         fire(begun);
@@ -176,6 +287,7 @@ int run_local_cluster(const local_cluster_options& lo) {
         code = *st;
         break;
       }
+      replay(std::chrono::steady_clock::now());
       for (auto it = replacements.begin(); it != replacements.end();)
         if (std::chrono::steady_clock::now() >= *it) {
           std::printf("bamboo-train: a replacement worker starts\n");
@@ -235,6 +347,16 @@ int run_local_cluster(const local_cluster_options& lo) {
     std::fflush(stdout);
   }
   std::fputs(out_lines.rest().c_str(), stdout);
+  if (lo.trace)
+    std::printf("bamboo-train: trace replay: %d instance(s) removed and %d added on "
+                "workers, %d event(s) left out (beyond the worker slots); trace time "
+                "%.0f of %.0f s replayed; %s\n",
+                lo.trace->removals(), lo.trace->starts(), lo.trace->left_out(),
+                static_cast<double>(lo.trace->replayed_ms()) / 1e3,
+                static_cast<double>(lo.trace->trace_ms()) / 1e3,
+                meter.summary(lo.global_batch).c_str());
+  else if (auto g = meter.summary(lo.global_batch); !g.empty())
+    std::printf("bamboo-train: %s\n", g.c_str());
   if (interrupted)
     return 128 + interrupted;
   return code < 0 ? 1 : code;

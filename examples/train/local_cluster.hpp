@@ -2,10 +2,11 @@
 // bamboo-manager (which trains and prints) and one bamboo-worker per stage, all
 // started from the directory bamboo-train lives in, and all killed and reaped
 // on exit or Ctrl-C. --preempt node=N@step=K becomes a real kill -9 of node N's
-// process as step K begins.
+// process as step K begins; --join step=K starts new workers then.
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,18 @@
 
 namespace bamboo::app {
 
+class trace_replay;
+
 struct local_cluster_options {
   // bamboo-train's own arguments, less --processes, --preempt and --restarts.
   std::vector<std::string> manager_args;
-  int stages = 2;
+  int workers = 2; // worker processes to start (--workers, default --stages)
+  // New workers started as a step begins (the stand-in for new spot instances).
+  struct join {
+    long step = 0;
+    int count = 1;
+  };
+  std::vector<join> joins;
   std::string log_level = "info";
   std::vector<preempt_spec> kills;
   // A manager lost (killed, or ended by a signal) starts the cluster again, new
@@ -28,6 +37,13 @@ struct local_cluster_options {
   std::chrono::milliseconds replace_after{-1};
   std::string checkpoint_dir;
   bool resume = false; // the manager args have --resume already
+  // --spot-trace: workers started and removed as the trace says (null: none);
+  // the run starts with its time-0 instances as `workers`.
+  std::shared_ptr<trace_replay> trace;
+  // A removed instance's worker gets SIGTERM (a preemption notice) and kill -9
+  // this long after; 0: kill -9 at once.
+  std::chrono::milliseconds notice{0};
+  int global_batch = 0; // samples per step, for the replay's goodput
 };
 
 // Runs the cluster and returns the manager's exit status.

@@ -5,17 +5,24 @@
 //      one bamboo-worker process per stage), printing progress and metrics,
 //   3. summarise: steps, preemptions survived, recomputed work, failover latency.
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "actors/embedded_cluster.hpp"
 #include "examples/train/cli.hpp"
 #include "examples/train/local_cluster.hpp"
 #include "examples/train/report.hpp"
+#include "examples/train/trace_replay.hpp"
 #include "log/log.hpp"
 #include "model/schedule.hpp"
 
 using namespace bamboo;
+
+namespace {
+// bamboo-train's own options with a value, which the manager does not take.
+constexpr const char* launcher_options[] = {
+    "--preempt",    "--restarts",      "--replace-after-s", "--join",
+    "--spot-trace", "--trace-speedup", "--max-workers",     "--notice-s"};
+} // namespace
 
 int main(int argc, char** argv) {
   int exit_code = 0;
@@ -46,26 +53,44 @@ int main(int argc, char** argv) {
     // Ours, for the manager, less what the launcher itself does.
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) {
-      if (std::strcmp(argv[i], "--processes") == 0)
+      const std::string arg = argv[i];
+      if (arg == "--processes")
         continue;
-      if (std::strcmp(argv[i], "--preempt") == 0) {
-        ++i; // and its value
-        continue;
+      bool launchers = false;
+      for (const char* o : launcher_options) {
+        if (arg == o)
+          ++i; // and its value
+        launchers = launchers || arg == o || arg.rfind(std::string(o) + "=", 0) == 0;
       }
-      if (std::strcmp(argv[i], "--restarts") == 0 ||
-          std::strcmp(argv[i], "--replace-after-s") == 0) {
-        ++i;
-        continue;
-      }
-      if (std::strncmp(argv[i], "--preempt=", 10) == 0 ||
-          std::strncmp(argv[i], "--restarts=", 11) == 0 ||
-          std::strncmp(argv[i], "--replace-after-s=", 18) == 0)
-        continue;
-      args.emplace_back(argv[i]);
+      if (!launchers)
+        args.push_back(arg);
     }
     app::local_cluster_options lc;
+    if (!opts->spot_trace.empty()) {
+      auto trace = sim::load_trace(opts->spot_trace);
+      if (!trace) {
+        std::cerr << "bamboo-train: error: --spot-trace: " << trace.error << "\n";
+        return 2;
+      }
+      lc.trace = std::make_shared<app::trace_replay>(
+          std::move(trace.events), opts->max_workers, opts->trace_speedup);
+      const int initial = lc.trace->initial_workers();
+      if (initial < cfg.stages) {
+        std::cerr << "bamboo-train: error: --spot-trace: the trace starts with "
+                  << initial << " instance(s) in " << opts->max_workers
+                  << " worker slots, fewer than --stages " << cfg.stages << "\n";
+        return 2;
+      }
+      args.insert(args.end(), {"--workers", std::to_string(initial)});
+      lc.notice = std::chrono::milliseconds(static_cast<long>(opts->notice_s * 1000));
+    }
     lc.manager_args = std::move(args);
-    lc.stages = cfg.stages;
+    lc.workers = lc.trace            ? lc.trace->initial_workers()
+                 : opts->workers > 0 ? opts->workers
+                                     : cfg.stages;
+    lc.global_batch = cfg.global_batch;
+    for (const auto& j : opts->joins)
+      lc.joins.push_back({j.step, j.count});
     lc.log_level = opts->log_level;
     lc.kills = opts->run.preemptions;
     lc.restarts = opts->restarts;

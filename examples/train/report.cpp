@@ -92,6 +92,12 @@ void run_report::on_rollback(std::int64_t to_step, const std::string& why) {
   std::fflush(stdout);
 }
 
+void run_report::on_replan(std::int64_t step, const std::string& why) {
+  std::printf("a new plan from step %lld: %s\n", static_cast<long long>(step),
+              why.c_str());
+  std::fflush(stdout);
+}
+
 void run_report::summary(const run_result& r) const {
   const auto& cfg = o_.cfg;
   const auto& steps = r.steps;
@@ -121,6 +127,10 @@ void run_report::summary(const run_result& r) const {
     std::printf("summary: %d rollback(s) to a checkpoint, for losses shadows could not "
                 "cover\n",
                 r.rollbacks);
+  if (r.replans > 0)
+    std::printf("summary: %d new plan(s) at step boundaries, to take in standby "
+                "workers\n",
+                r.replans);
   if (!r.failovers.empty())
     std::printf("summary: failover latency, loss to step completion: %s\n",
                 latencies.c_str());

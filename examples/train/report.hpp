@@ -22,6 +22,8 @@ public:
   void on_step(const step_record& r);
   // Every step from `to_step` on is undone (a rollback to its checkpoint).
   void on_rollback(std::int64_t to_step, const std::string& why);
+  // A new plan from `step` on (a standby worker joined it).
+  void on_replan(std::int64_t step, const std::string& why);
   void summary(const run_result& r) const;
   // The --state-digests file: "role,name,count,digest" rows (role owner or shadow,
   // digest in hex); prints "<program>: error: ..." and returns false on failure.

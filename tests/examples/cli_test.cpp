@@ -63,6 +63,13 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--processes --stages 2 --steps 1 --checkpoint-dir " + dir.path() +
                      " --resume",
                  "no complete checkpoint");
+  check_rejected("--processes --stages 4 --workers 3", "--workers 3 is below --stages 4");
+  check_rejected("--processes --stages 2 --steps 3 --join step=3", "past the run");
+  check_rejected("--processes --stages 2 --join step=1,count=0", "C from 1 to 64");
+  check_rejected("--processes --stages 2 --join soon", "expected step=K");
+  check_rejected("--processes --stages 2 --join step=1,cnt=2", "expected step=K");
+  check_rejected("--stages 2 --join step=1", "are for --processes");
+  check_rejected("--stages 2 --workers 3", "are for --processes");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",

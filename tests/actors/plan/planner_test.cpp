@@ -111,3 +111,20 @@ TEST_CASE("a recovery round counts a survivor's own work, a restarted stage's "
   CHECK(done[1].forwards == std::set<int>{0, 1, 2, 3});
   CHECK(done[1].backwards == std::set<int>{0, 1, 2, 3});
 }
+
+TEST_CASE("a standby node triggers a new plan when a node runs two stages or the "
+          "pipeline is shallower than asked, and nothing else does",
+          "[actors][plan]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  CHECK(replan_reason(p, 4, 2).empty()); // one stage a node: standby stays standby
+  auto d = plan_failover(p, 1);
+  REQUIRE(d.fatal.empty());
+  CHECK(replan_reason(d.plan, 4, 0).empty()); // nobody to take a stage
+  CHECK(replan_reason(d.plan, 4, 1) ==
+        "node 0 runs stages 0 1 and 1 standby node(s) can take one");
+  auto shallow = cluster_plan::initial(2, redundancy_mode::off);
+  CHECK(replan_reason(shallow, 2, 1).empty());
+  CHECK(replan_reason(shallow, 4, 0).empty());
+  CHECK(replan_reason(shallow, 4, 3) ==
+        "the pipeline has 2 of 4 stages and 3 standby node(s) can deepen it");
+}

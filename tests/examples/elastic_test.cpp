@@ -1,0 +1,102 @@
+// Elastic clusters of real processes: standby workers (--workers N) and
+// workers that join mid-run (--join step=K) are taken into the plan at a step
+// boundary when a node runs two stages; the state moves from its holders
+// through files, so the losses equal the embedded fault-free run's to the
+// last bit, and the ledger proves every sample used once.
+// LibTorch first: its glog macros would replace Catch's CHECK otherwise.
+#include <ATen/ATen.h>
+
+#include "tests/examples/process_run.hpp"
+
+#include <algorithm>
+
+#include "tests/run_command.hpp"
+
+using namespace bamboo;
+using namespace bamboo::test;
+
+namespace {
+
+// The index of the first row whose event starts with `prefix`, or -1.
+long first_event(const metrics_rows& m, const std::string& prefix) {
+  for (std::size_t i = 0; i < m.events.size(); ++i)
+    if (m.events[i].rfind(prefix, 0) == 0)
+      return static_cast<long>(i);
+  return -1;
+}
+
+std::string verify_ledger(const std::string& ledger) {
+  const auto verdict = run_command(std::string(BAMBOO_LEDGER_BIN) + " verify " + ledger);
+  INFO(verdict.output);
+  CHECK(verdict.status == 0);
+  return verdict.output;
+}
+
+} // namespace
+
+TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitted at a "
+          "step boundary and takes the second stage off the overloaded node; losses "
+          "identical",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(101);
+  // Long enough for the new worker to start on 2 busy cores (about 3.5 s here)
+  // and still train a while under the new plan.
+  cfg.steps = 100;
+  const auto expected = embedded_reference(cfg);
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  process_run run(cfg, "join",
+                  {"--preempt", "node=1@step=3", "--join", "step=6", "--ledger", ledger});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("1 new worker(s) start in step 6") != std::string::npos);
+  CHECK(log.find("node 4 joined: standby (1 standby)") != std::string::npos);
+  CHECK(log.find("1 preemptions survived") != std::string::npos);
+  CHECK(log.find("summary: 1 new plan(s) at step boundaries") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m, expected);
+  check_state(run.digests, expected);
+  const long admitted = first_event(
+      m, "re-planned: node 0 runs stages 0 1 and 1 standby node(s) can take one");
+  REQUIRE(admitted >= 7); // not before the boundary after the worker started
+  for (long k = 4; k < admitted; ++k)
+    CHECK(m.events.at(static_cast<std::size_t>(k)) ==
+          "degraded: stage 1 unprotected; node 0 runs stages 0 1");
+  for (std::size_t k = static_cast<std::size_t>(admitted) + 1; k < m.events.size(); ++k)
+    CHECK(m.events[k].empty());
+  const auto verdict = verify_ledger(ledger);
+  CHECK(verdict.find("100 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
+}
+
+TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent kills in "
+          "successive steps; losses identical and the ledger verifies",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(102);
+  cfg.steps = 14;
+  const auto expected = embedded_reference(cfg);
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  process_run run(cfg, "standby",
+                  {"--workers", "6", "--preempt", "node=1@step=3", "--preempt",
+                   "node=3@step=4", "--ledger", ledger});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("2 preemptions survived") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m, expected);
+  check_state(run.digests, expected);
+  // Each loss left a node with two stages, and a standby worker relieved it.
+  CHECK(std::count_if(m.events.begin(), m.events.end(), [](const std::string& e) {
+          return e.rfind("re-planned: node ", 0) == 0;
+        }) >= 1);
+  CHECK(m.events.back().empty()); // every stage protected at the end
+  const auto verdict = verify_ledger(ledger);
+  CHECK(verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
+  // The last plan runs on the survivors and both standby workers.
+  CHECK(verdict.find("stage owners 0 2 4 5, shadows 5 0 2 4") != std::string::npos);
+}
