@@ -45,7 +45,7 @@ caf::behavior manager_state::make_behavior() {
           return;
         logger_->info("node {} will be preempted in {} ms: its stages move to their "
                       "shadows at the next step boundary",
-                      node, deadline_ms);
+                      id(node), deadline_ms);
         notices_.insert(node);
       },
       [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
@@ -71,7 +71,7 @@ caf::behavior manager_state::make_behavior() {
 
 void manager_state::start() {
   const auto& cfg = spec_.cfg;
-  logger_->info("{} run: {} stages, G={} m={} ({} micro-batches), {} steps, redundancy "
+  logger_->info("{} run: {} stage(s), G={} m={} ({} micro-batches), {} steps, redundancy "
                 "{}; {}",
                 to_string(cfg.model.kind), cfg.stages, cfg.global_batch, cfg.micro_batch,
                 cfg.micro_batches(), cfg.steps, to_string(cfg.redundancy),
@@ -115,6 +115,13 @@ void manager_state::link_shadow(int stage) {
   const auto& sh = shadow_actor_[stage];
   self_->send(owner_actor_[stage], shadow_atom::value, static_cast<bool>(sh),
               caf::actor_cast<caf::actor>(sh));
+}
+
+std::vector<int> manager_state::ids() const {
+  std::vector<int> out;
+  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n)
+    out.push_back(id(n));
+  return out;
 }
 
 std::vector<stage_actor> manager_state::distinct_owners() const {

@@ -1,6 +1,7 @@
 #include "actors/errors.hpp"
 
 #include <caf/actor_system_config.hpp>
+#include <caf/exit_reason.hpp>
 #include <caf/message.hpp>
 
 namespace bamboo {
@@ -63,6 +64,16 @@ std::string describe(const caf::error& err) {
   if (err.category() != error_category)
     return caf::to_string(err);
   return to_string(static_cast<errc>(err.code())) + words(err.context());
+}
+
+std::string exit_words(const caf::error& reason) {
+  if (reason == caf::exit_reason::remote_link_unreachable)
+    return "the connection dropped: the process died, or its host is unreachable";
+  if (reason == caf::exit_reason::user_shutdown)
+    return "it was shut down";
+  if (reason == caf::exit_reason::kill)
+    return "it was killed";
+  return describe(reason);
 }
 
 void register_errors(caf::actor_system_config& cfg) {

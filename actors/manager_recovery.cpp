@@ -27,7 +27,7 @@ void manager_state::on_down(const caf::down_msg& dm) {
   else if (auto l = loss_of(dm.reason)) // how a worker process went
     node_lost(it->second, l->cause, l->detail, false);
   else
-    node_lost(it->second, failover_cause::actor_down, caf::to_string(dm.reason), false);
+    node_lost(it->second, failover_cause::actor_down, exit_words(dm.reason), false);
 }
 
 void manager_state::on_tick() {
@@ -56,8 +56,16 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   if (!plan_.alive[node])
     return;
   const auto now = clock_type::now();
+  // When the node went, if known: an injected kill's time, or the last
+  // heartbeat of a node that fell silent (a worker process's loss is timed by
+  // nobody here: its latency counts from the detection).
   auto kill = spec_.injector ? spec_.injector->fired_for(node) : std::nullopt;
-  kill_time_[node] = kill ? kill->at : now;
+  std::optional<clock_type::time_point> since;
+  if (kill)
+    since = kill->at;
+  else if (cause == failover_cause::missed_heartbeats)
+    since = tracker_.last_seen(node);
+  kill_time_[node] = since.value_or(now);
   tracker_.forget(node);
   auto decision = plan_failover(plan_, node);
   failover_record f;
@@ -65,20 +73,28 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   f.step = step_;
   f.cause = cause;
   f.detail = detail;
-  f.detect_s = seconds_between(kill_time_[node], now);
+  f.detect_s = since ? seconds_between(*since, now) : -1;
   f.at_boundary = at_boundary;
   if (at_boundary)
-    logger_->info("node {} hands its stages over before step {} ({})", node, step_,
+    logger_->info("node {} hands its stages over before step {} ({})", id(node), step_,
                   describe(f));
+  else if (f.detect_s >= 0)
+    logger_->warn("node {} lost in step {} ({}), {:.1f} ms after {}", id(node), step_,
+                  describe(f), 1e3 * f.detect_s,
+                  kill ? "the kill" : "its last heartbeat");
   else
-    logger_->warn("node {} lost in step {} ({}), {:.1f} ms after the kill", node, step_,
-                  describe(f), 1e3 * f.detect_s);
+    logger_->warn("node {} lost in step {} ({})", id(node), step_, describe(f));
   if (!decision.fatal.empty()) {
     plan_.alive[node] = false; // not among the survivors a rollback goes on with
     fail(make_error(errc::unrecoverable_failure,
-                    "node " + std::to_string(node) + " lost in step " +
+                    "node " + std::to_string(id(node)) + " lost in step " +
                         std::to_string(step_) + ": " + decision.fatal +
-                        "; shadows cannot cover it, a checkpoint is needed"));
+                        "; shadows cannot cover it" +
+                        (spec_.keep_nodes_on_failure
+                             ? std::string()
+                             : std::string(" (with --checkpoint-dir and "
+                                           "--checkpoint-every the run would roll "
+                                           "back to a checkpoint instead)"))));
     return;
   }
   // End the old generation: every transfer still waiting on the dead node
@@ -100,7 +116,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
     ledger_.owner_lost(stage);
     restarted_.insert(stage);
     shadow_changed_.insert(stage);
-    logger_->info("failover: stage {} moves to node {} (generation {})", stage, heir,
+    logger_->info("failover: stage {} moves to node {} (generation {})", stage, id(heir),
                   decision.plan.generation);
   }
   plan_ = decision.plan;
@@ -220,7 +236,7 @@ void manager_state::add_shadow(int stage, int node, const replica_handle& r) {
   const int pred = (stage + plan_.stages - 1) % plan_.stages;
   if (spec_.cfg.redundancy == redundancy_mode::eager && pred != plan_.stages - 1)
     self_->send(owner_actor_[pred], r);
-  logger_->info("stage {} has a shadow again, on node {}", stage, node);
+  logger_->info("stage {} has a shadow again, on node {}", stage, id(node));
 }
 
 void manager_state::attach_shadow(int stage, int node, const stage_actor& actor) {
@@ -271,7 +287,7 @@ void manager_state::on_copy(std::uint64_t round, int stage, bool sent,
   }
   logger_->info("stage {} has a shadow again, on node {}: {} bytes of state copied, "
                 "digest {:016x} on both sides",
-                stage, p.node, p.sent->bytes, p.sent->digest);
+                stage, id(p.node), p.sent->bytes, p.sent->digest);
   auto shadow = p.shadow;
   const int node = p.node;
   copies_.erase(it);

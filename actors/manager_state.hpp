@@ -47,6 +47,8 @@ private:
   void end_generation(const std::string& reason);
   void shutdown(const caf::error& reason = caf::exit_reason::user_shutdown);
   std::vector<stage_actor> distinct_owners() const;
+  int id(int node) const { return spec_.nodes->node_id(node); } // its name in records
+  std::vector<int> ids() const;
   bool from(const stage_actor& a) const;
   bool from_owner(int stage) const;
   bool from_shadow(std::int64_t k, int stage) const;

@@ -1,6 +1,7 @@
 // The step cycle: run, report, clip, commit, shadow sync; and the hand-off of
 // noticed nodes at a step boundary.
 #include <algorithm>
+#include <cstdio>
 
 #include "actors/errors.hpp"
 #include "actors/manager_state.hpp"
@@ -24,6 +25,20 @@ double clip_coefficient(double max_norm, double norm) {
 double seconds_between(manager_state::clock_type::time_point a,
                        manager_state::clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+// Where a failover's latency counts from: the kill when it is known (an
+// injected one), the node's last heartbeat when it fell silent, else the
+// moment the loss was detected.
+std::string since_words(const failover_record& f) {
+  if (f.detect_s < 0)
+    return "its detection";
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%s (detected %.3f s later)",
+                f.cause == failover_cause::missed_heartbeats ? "its last heartbeat"
+                                                             : "the kill",
+                f.detect_s);
+  return buf;
 }
 
 std::vector<bool> live(const std::vector<stage_actor>& actors) {
@@ -61,7 +76,8 @@ bool manager_state::replan() {
   if (!spec_.replans || replanning_)
     return false;
   const auto why = replan_reason(
-      plan_, spec_.target_stages > 0 ? spec_.target_stages : spec_.cfg.stages, standby_);
+      plan_, spec_.target_stages > 0 ? spec_.target_stages : spec_.cfg.stages, standby_,
+      ids());
   if (why.empty())
     return false;
   replanning_ = true;
@@ -282,11 +298,12 @@ void manager_state::close_failovers(step_record& rec, clock_type::time_point now
     account_failover(f, ledger_.reports()[f.stage],
                      kill ? std::optional<preempt_spec>(kill->spec) : std::nullopt,
                      spec_.cfg);
-    logger_->info("step {} completed after losing node {}: {:.3f} s from the kill "
-                  "(detected after {:.3f} s), {} forwards and {} backwards recomputed, "
-                  "{} taken over from FRC",
-                  step_, f.node, f.latency_s, f.detect_s, f.recomputed_forwards,
+    logger_->info("step {} completed after losing node {}: {:.3f} s from {}, {} "
+                  "forwards and {} backwards recomputed, {} taken over from FRC",
+                  step_, id(f.node), f.latency_s, since_words(f), f.recomputed_forwards,
                   f.recomputed_backwards, f.inherited);
+    f.node = id(f.node);
+    f.heir = id(f.heir);
     spec_.result->failovers.push_back(f);
   }
   open_failovers_.clear();
@@ -295,8 +312,8 @@ void manager_state::close_failovers(step_record& rec, clock_type::time_point now
 }
 
 bool manager_state::degraded() const {
-  if (plan_.mode == redundancy_mode::off)
-    return false;
+  if (plan_.mode == redundancy_mode::off || plan_.stages < 2)
+    return false; // nothing to protect with, so nothing lost
   return std::any_of(shadow_actor_.begin(), shadow_actor_.end(),
                      [](const stage_actor& a) { return !a; });
 }
@@ -315,7 +332,7 @@ std::string manager_state::unprotected() const {
       std::string list;
       for (int s : stages)
         list += " " + std::to_string(s);
-      add("node " + std::to_string(n) + " runs stages" + list);
+      add("node " + std::to_string(id(n)) + " runs stages" + list);
     }
   }
   return out;

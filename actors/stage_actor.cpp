@@ -121,8 +121,14 @@ struct stage_state {
               spec_.node, stage_, o.step, o.generation);
           self_->become(active());
           if (spec_.executor->updates() > o.step) {
-            // The owner's update of this step reached us before it died.
-            tell(self_, supervisor_, committed_atom::value, o.generation, o.step, stage_);
+            // The owner's update of this step reached us before it died: nothing
+            // to redo, but the new generation's group forms only once every rank
+            // has joined it (the others waited for this one until Gloo's timeout).
+            gen_ = o.generation;
+            frc_enabled_ = o.frc_enabled && spec_.replica != nullptr;
+            if (connect(o.step))
+              tell(self_, supervisor_, committed_atom::value, o.generation, o.step,
+                   stage_);
             return;
           }
           spec_.executor->promote(o.step);

@@ -8,6 +8,11 @@
 namespace bamboo {
 
 void configure(caf::actor_system_config& cfg) {
+  // Work sharing: idle scheduler threads wait on a condition variable. CAF's
+  // default work stealing polls for about 25 ms after every message, so each
+  // heartbeat cost an idle worker process 15-20% of a core, and a standby
+  // worker's CPU is a training process's on a small machine.
+  cfg.set("scheduler.policy", caf::atom("sharing"));
   register_errors(cfg);
   cfg.add_message_type<schema::step_report>("bamboo::step_report");
   cfg.add_message_type<schema::commit>("bamboo::commit");

@@ -109,7 +109,7 @@ outcome run(const char* train_bin, const std::string& redundancy, bool kills) {
     const auto lost = child.matches(
         std::regex(R"(\[bamboo.manager\] \[warning\] node \d+ lost in step)"));
     const auto rolled = child.matches(std::regex("rolled back to the checkpoint"));
-    const auto steps_printed = child.matches(std::regex(R"(^step \d+/)"));
+    const auto steps_printed = child.matches(std::regex(R"(^step \d+ \()"));
     o.kills = static_cast<int>(killed.size());
     o.rollbacks = static_cast<int>(rolled.size());
     for (std::size_t i = 0; i < killed.size() && i < lost.size(); ++i)

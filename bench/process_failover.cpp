@@ -69,9 +69,9 @@ bool process_failover(const char* train_bin, int rounds) {
       return false;
     const pid_t victim = static_cast<pid_t>(std::stoi(m[1].str()));
     clock_type::time_point before;
-    if (!run.wait_for(std::regex("step " + std::to_string(step - 1) + "/"), m, before,
-                      std::chrono::seconds(60)) ||
-        !run.wait_for(std::regex("step " + std::to_string(step) + "/"), m, at,
+    if (!run.wait_for(std::regex("^step " + std::to_string(step - 2) + R"( \()"), m,
+                      before, std::chrono::seconds(60)) ||
+        !run.wait_for(std::regex("^step " + std::to_string(step - 1) + R"( \()"), m, at,
                       std::chrono::seconds(60)))
       return false;
     // A random point of the next step, by the last step's length.
@@ -81,7 +81,7 @@ bool process_failover(const char* train_bin, int rounds) {
     const auto killed = clock_type::now();
     kill(victim, SIGKILL);
     clock_type::time_point done;
-    if (!run.wait_for(std::regex(R"(step \d+/\d+ .*failover)"), m, done,
+    if (!run.wait_for(std::regex(R"(step \d+ \(\d+/\d+\) .*failover)"), m, done,
                       std::chrono::seconds(60)) ||
         run.wait_exit() != 0)
       return false;

@@ -1,5 +1,6 @@
 #include "model/data.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
@@ -15,11 +16,20 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A regular file's bytes; nullopt for a directory, a missing file or a read
+// error (libstdc++ throws from a read of a directory even without exceptions set).
 std::optional<std::vector<char>> read_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return std::nullopt;
-  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  try {
+    return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+  } catch (const std::ios_base::failure&) {
+    return std::nullopt;
+  }
 }
 
 // Enough tokens for a few hundred samples of the default sizes.

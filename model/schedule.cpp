@@ -101,6 +101,16 @@ std::string timeline(int stages, int m, redundancy_mode mode) {
   std::string out;
   for (int s = 0; s < stages; ++s)
     out += "stage " + std::to_string(s) + " | " + rows[s] + "\n";
+  // The instructions by number: the J of --preempt node=N@step=K.op=J.
+  for (int s = 0; s < stages; ++s) {
+    out += "stage " + std::to_string(s) + " instructions:";
+    for (std::size_t j = 0; j < ops[s].size(); ++j) {
+      auto c = cell(ops[s][j]);
+      c.erase(c.find_last_not_of(' ') + 1);
+      out += " " + std::to_string(j) + "=" + c;
+    }
+    out += " " + std::to_string(ops[s].size()) + "=update\n";
+  }
   return out;
 }
 

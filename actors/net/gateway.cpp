@@ -161,17 +161,21 @@ private:
   void on_down(const caf::down_msg& dm) {
     if (dm.reason)
       lose(caf::actor_cast<peer>(dm.source), failover_cause::connection_lost,
-           caf::to_string(dm.reason));
+           exit_words(dm.reason));
     else
       lose(caf::actor_cast<peer>(dm.source), std::nullopt, "");
   }
 
   void on_tick() {
-    for (int node : tracker_.expired(clock_type::now(), spec_.heartbeats.timeout()))
+    const auto now = clock_type::now();
+    for (int node : tracker_.expired(now, spec_.heartbeats.timeout()))
       for (auto& [p, n] : members_)
         if (n == node) {
           auto victim = p;
-          lose(victim, failover_cause::missed_heartbeats, "");
+          const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
+              now - tracker_.last_seen(node).value_or(now));
+          lose(victim, failover_cause::missed_heartbeats,
+               "silent for " + std::to_string(silent.count()) + " ms");
           break;
         }
     // The manager's own heartbeat: a worker that stops hearing it (the manager

@@ -413,7 +413,7 @@ private:
   }
 
   void handle(const schema::generation_end& g) {
-    logger_->info("node {}: generation {} ended ({})", member_, g.generation, g.reason);
+    logger_->info("node {}: {}", member_, g.reason); // "generation 2 ended: node 1 lost"
     if (registry_)
       registry_->abort(g.generation, g.reason);
   }
@@ -461,16 +461,14 @@ private:
 
   void on_down(const caf::down_msg& dm) {
     if (dm.source == spec_.gateway.address()) { // gone without letting the node go
-      logger_->error("node {}: lost the manager ({})", member_,
-                     caf::to_string(dm.reason));
-      finish(make_error(errc::node_lost, "lost the manager: the connection dropped (" +
-                                             caf::to_string(dm.reason) + ")"));
+      logger_->error("node {}: lost the manager: {}", member_, exit_words(dm.reason));
+      finish(make_error(errc::node_lost, "lost the manager: " + exit_words(dm.reason)));
       return;
     }
     if (target_of_.count(caf::actor_cast<caf::strong_actor_ptr>(dm.source)) == 0)
       return;
     logger_->error("node {}: an actor of the node ended ({}): leaving", member_,
-                   caf::to_string(dm.reason));
+                   exit_words(dm.reason));
     finish(make_error(errc::node_lost, "an actor of the node ended"));
   }
 

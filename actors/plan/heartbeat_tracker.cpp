@@ -37,6 +37,14 @@ heartbeat_tracker::clock::duration heartbeat_tracker::max_gap(int node) const {
   return it == nodes_.end() ? clock::duration{0} : it->second.max_gap;
 }
 
+std::optional<heartbeat_tracker::clock::time_point>
+heartbeat_tracker::last_seen(int node) const {
+  auto it = nodes_.find(node);
+  if (it == nodes_.end())
+    return std::nullopt;
+  return it->second.last;
+}
+
 int heartbeat_tracker::beats(int node) const {
   auto it = nodes_.find(node);
   return it == nodes_.end() ? 0 : it->second.beats;

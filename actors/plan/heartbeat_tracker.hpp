@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace bamboo {
@@ -33,6 +34,8 @@ public:
   // Longest silence between two heartbeats of a node so far.
   clock::duration max_gap(int node) const;
   int beats(int node) const;
+  // When the node's last heartbeat came (or its watch began); nullopt if not watched.
+  std::optional<clock::time_point> last_seen(int node) const;
 
 private:
   struct entry {

@@ -73,11 +73,12 @@ failover_decision plan_failover(const cluster_plan& plan, int node) {
   for (int s : lost) {
     const int heir = plan.shadow[s];
     if (heir < 0 || !plan.alive[heir]) {
-      d.fatal = plan.mode == redundancy_mode::off
-                    ? "stage " + std::to_string(s) + " lost with redundancy off"
-                    : "stage " + std::to_string(s) +
-                          " lost and its replica is gone too " +
-                          "(two neighbouring nodes lost)";
+      const auto stage = "stage " + std::to_string(s) + " lost";
+      d.fatal =
+          plan.mode == redundancy_mode::off ? stage + " with redundancy off"
+          : plan.stages < 2
+              ? stage + ": a pipeline of one stage has no shadow"
+              : stage + " and its replica is gone too (two neighbouring nodes lost)";
       return d;
     }
     d.plan.owner[s] = heir;
@@ -103,7 +104,8 @@ std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan) {
   return out;
 }
 
-std::string replan_reason(const cluster_plan& plan, int target_stages, int standby) {
+std::string replan_reason(const cluster_plan& plan, int target_stages, int standby,
+                          const std::vector<int>& ids) {
   if (standby <= 0)
     return {};
   for (int n = 0; n < static_cast<int>(plan.alive.size()); ++n) {
@@ -113,7 +115,8 @@ std::string replan_reason(const cluster_plan& plan, int target_stages, int stand
     std::string list;
     for (int s : stages)
       list += " " + std::to_string(s);
-    return "node " + std::to_string(n) + " runs stages" + list + " and " +
+    const int id = n < static_cast<int>(ids.size()) ? ids[n] : n;
+    return "node " + std::to_string(id) + " runs stages" + list + " and " +
            std::to_string(standby) + " standby node(s) can take one";
   }
   if (plan.stages < target_stages)

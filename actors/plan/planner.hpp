@@ -54,8 +54,10 @@ std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan);
 // commas: it goes into the metrics CSV), or empty. Bamboo's triggers for one
 // pipeline, given `standby` live nodes outside the plan: a standby node can
 // relieve a node that runs two stages, or deepen a pipeline that has fewer
-// stages than `target_stages` (after a rollback onto fewer nodes).
-std::string replan_reason(const cluster_plan& plan, int target_stages, int standby);
+// stages than `target_stages` (after a rollback onto fewer nodes). Nodes are
+// named by `ids` (node -> its name in records) when given.
+std::string replan_reason(const cluster_plan& plan, int target_stages, int standby,
+                          const std::vector<int>& ids = {});
 
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {

@@ -67,8 +67,11 @@ struct failover_record {
   int heir = 0;  // the node that took the stage over
   std::int64_t step = 0;
   failover_cause cause = failover_cause::actor_down;
-  std::string detail;          // how, in words (an exit reason), may be empty
-  double detect_s = 0;         // kill -> manager knew (when the kill time is known)
+  std::string detail; // how, in words (an exit reason), may be empty
+  // The kill (or the last heartbeat of a node that fell silent) -> the manager
+  // knew; -1 when nobody here knows when the node went (a worker process killed
+  // from outside: its latency counts from the detection).
+  double detect_s = 0;
   double latency_s = 0;        // kill -> the step's completion
   int recomputed_forwards = 0; // lost stage's finished forwards redone by the heir
   int recomputed_backwards = 0;

@@ -85,6 +85,16 @@ int main(int argc, char** argv) {
     std::cerr << "bamboo-manager: error: " << *problem << "\n";
     return 2;
   }
+  if (app.count("--transport") > 0 && o.run.transport == transport_kind::local) {
+    std::cerr << "bamboo-manager: error: --transport local hands tensors over inside one "
+                 "process; workers use gloo\n";
+    return 2;
+  }
+  if (o.print_schedule) {
+    std::cerr << "bamboo-manager: error: --print-schedule is bamboo-train's (it prints "
+                 "and exits)\n";
+    return 2;
+  }
   if (!o.run.preemptions.empty() || o.run.preempt_rate > 0) {
     std::cerr << "bamboo-manager: error: --preempt injects kills in embedded mode; "
                  "preempt worker processes with signals\n";

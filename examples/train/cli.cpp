@@ -123,6 +123,14 @@ std::optional<std::string> train_options::finish() {
   for (const auto& p : s_->preempt)
     if (auto problem = parse_preempt(p, o_.run.preemptions, o_.run.preempt_rate))
       return problem;
+  if (c.steps < 1)
+    return "--steps must be 1 or more (got " + std::to_string(c.steps) + ")";
+  for (const auto& k : o_.run.preemptions)
+    if (k.step >= c.steps)
+      return "--preempt node=" + std::to_string(k.node) +
+             "@step=" + std::to_string(k.step) + ": step " + std::to_string(k.step) +
+             " is past the run (" + std::to_string(c.steps) + " steps, 0 to " +
+             std::to_string(c.steps - 1) + ")";
   if (auto problem = check(o_.run.checkpoints))
     return problem;
   if (o_.workers > 0 && o_.workers < c.stages)
@@ -205,6 +213,10 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   if (!problem && !o.processes &&
       (o.workers > 0 || !o.joins.empty() || !o.spot_trace.empty()))
     problem = "--workers, --join and --spot-trace are for --processes (worker processes)";
+  if (!problem && o.processes && app.count("--transport") > 0 &&
+      o.run.transport == transport_kind::local)
+    problem = "--transport local hands tensors over inside one process; worker "
+              "processes use gloo";
   if (!problem && !o.spot_trace.empty() && (o.workers > 0 || o.restarts > 0))
     problem = "--spot-trace starts the workers its trace has at time 0: give neither "
               "--workers nor --restarts with it";

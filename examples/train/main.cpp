@@ -32,9 +32,12 @@ int main(int argc, char** argv) {
   log::set_level(opts->log_level);
   const auto& cfg = opts->cfg;
   if (opts->print_schedule) {
-    std::printf("1F1B, S=%d, M=%d, redundancy %s (unit costs: F=1 R=1 B=2; '.' idle, "
-                "R = forward redundant computation for the successor)\n%s",
+    std::printf("1F1B, S=%d, M=%d, redundancy %s (unit costs: F=1 B=2%s; '.' idle%s)\n%s",
                 cfg.stages, cfg.micro_batches(), to_string(cfg.redundancy),
+                cfg.redundancy == redundancy_mode::eager ? " R=1" : "",
+                cfg.redundancy == redundancy_mode::eager
+                    ? ", R = forward redundant computation for the successor"
+                    : "",
                 timeline(cfg.stages, cfg.micro_batches(), cfg.redundancy).c_str());
     return 0;
   }

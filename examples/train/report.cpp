@@ -77,9 +77,12 @@ void run_report::on_step(const step_record& r) {
   if (!o_.quiet) {
     const auto& cfg = o_.cfg;
     const double eta = elapsed_ / (r.step + 1) * (cfg.steps - r.step - 1);
-    std::printf("step %lld/%d  loss %.4f  samples/s %.1f  eta %.1fs%s%s\n",
-                static_cast<long long>(r.step + 1), cfg.steps, r.loss, r.samples_per_s,
-                eta, r.event.empty() ? "" : "  ", r.event.c_str());
+    // Steps count from 0 everywhere (logs, the CSV, --preempt); "(16/60)" says
+    // how far the run is.
+    std::printf("step %lld (%lld/%d)  loss %.4f  samples/s %.1f  eta %.1fs%s%s\n",
+                static_cast<long long>(r.step), static_cast<long long>(r.step + 1),
+                cfg.steps, r.loss, r.samples_per_s, eta, r.event.empty() ? "" : "  ",
+                r.event.c_str());
     std::fflush(stdout);
   }
 }
@@ -118,11 +121,22 @@ void run_report::summary(const run_result& r) const {
   std::printf("summary: %zu steps, loss %.4f -> %.4f, %.1f samples/s overall\n",
               steps.size(), steps.front().loss, steps.back().loss,
               elapsed_ > 0 ? cfg.global_batch * steps.size() / elapsed_ : 0.0);
-  std::printf("summary: redundancy %s, %zu preemptions survived, %d forwards + %d "
+  std::printf("summary: redundancy %s, %zu preemption(s) survived, %d forwards + %d "
               "backwards recomputed (micro-batch passes), mean step %.3f s\n",
               to_string(cfg.redundancy), r.failovers.size(), fwd, bwd, mean_step);
   for (const auto& f : r.checkpoint_failures)
     std::printf("summary: checkpoint not written: %s\n", f.c_str());
+  const auto& last = steps.back();
+  if (!last.owners.empty()) {
+    std::string where;
+    for (std::size_t s = 0; s < last.owners.size(); ++s) {
+      where += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " on node " +
+               std::to_string(last.owners[s]);
+      if (s < last.shadows.size() && last.shadows[s] >= 0)
+        where += " (shadow on " + std::to_string(last.shadows[s]) + ")";
+    }
+    std::printf("summary: at the end, %s\n", where.c_str());
+  }
   if (r.rollbacks > 0)
     std::printf("summary: %d rollback(s) to a checkpoint, for losses shadows could not "
                 "cover\n",

@@ -41,6 +41,7 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--stages 9", "exceeds");
   check_rejected("--global-batch 10 --micro-batch 4", "multiple of --micro-batch");
   check_rejected("--data /nonexistent/tokens.bin", "cannot read");
+  check_rejected("--data /tmp", "cannot read data file '/tmp'"); // a directory
   check_rejected("--d-model 100 --heads 3", "does not divide");
   check_rejected("--model gpt3", "--model");
   const scratch_dir dir;
@@ -70,6 +71,9 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--processes --stages 2 --join step=1,cnt=2", "expected step=K");
   check_rejected("--stages 2 --join step=1", "are for --processes");
   check_rejected("--stages 2 --workers 3", "are for --processes");
+  check_rejected("--steps 3 --preempt node=1@step=99", "step 99 is past the run");
+  check_rejected("--steps 0", "--steps must be 1 or more");
+  check_rejected("--processes --stages 2 --transport local", "--transport local");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",
@@ -92,7 +96,7 @@ TEST_CASE("bamboo-train survives injected preemptions and summarises them",
                      csv);
   INFO(r.output);
   REQUIRE(r.status == 0);
-  CHECK(r.output.find("2 preemptions survived") != std::string::npos);
+  CHECK(r.output.find("2 preemption(s) survived") != std::string::npos);
   std::ifstream in(csv);
   std::string all((std::istreambuf_iterator<char>(in)), {});
   CHECK(all.find(",preempted+failover") != std::string::npos);
@@ -104,6 +108,13 @@ TEST_CASE("bamboo-train prints the schedule with FRC slots marked", "[examples]"
   REQUIRE(r.status == 0);
   CHECK(r.output.find("stage 3 |") != std::string::npos);
   CHECK(r.output.find("R0") != std::string::npos);
+  // Numbered, for --preempt ...op=J; the last number is the optimizer update.
+  CHECK(r.output.find("stage 3 instructions: 0=F0 1=B0 ") != std::string::npos);
+  CHECK(r.output.find("=update\n") != std::string::npos);
+  auto off = run_train("--print-schedule --stages 2 --redundancy off");
+  REQUIRE(off.status == 0);
+  CHECK(off.output.find("R =") == std::string::npos); // no FRC slots to explain
+  CHECK(off.output.find("R0") == std::string::npos);
 }
 
 TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {

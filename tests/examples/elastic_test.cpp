@@ -35,7 +35,7 @@ std::string verify_ledger(const std::string& ledger) {
 } // namespace
 
 TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitted at a "
-          "step boundary and takes the second stage off the overloaded node; losses "
+          "step boundary and takes the second stage off the overloaded node, losses "
           "identical",
           "[examples]") {
   no_leftovers guard;
@@ -53,7 +53,7 @@ TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitt
   INFO(log);
   CHECK(log.find("1 new worker(s) start in step 6") != std::string::npos);
   CHECK(log.find("node 4 joined: standby (1 standby)") != std::string::npos);
-  CHECK(log.find("1 preemptions survived") != std::string::npos);
+  CHECK(log.find("1 preemption(s) survived") != std::string::npos);
   CHECK(log.find("summary: 1 new plan(s) at step boundaries") != std::string::npos);
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
@@ -72,7 +72,7 @@ TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitt
 }
 
 TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent kills in "
-          "successive steps; losses identical and the ledger verifies",
+          "successive steps, with losses identical and a ledger that verifies",
           "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(102);
@@ -86,7 +86,7 @@ TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent k
   run.finish();
   const auto log = run.proc.log();
   INFO(log);
-  CHECK(log.find("2 preemptions survived") != std::string::npos);
+  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
   check_state(run.digests, expected);

@@ -98,7 +98,7 @@ struct process_run {
   }
   // Waits until `done` steps have completed.
   void wait_steps(int done) const {
-    REQUIRE_FALSE(proc.wait_for("step " + std::to_string(done) + "/", 30s).empty());
+    REQUIRE_FALSE(proc.wait_for(" \\(" + std::to_string(done) + "/", 30s).empty());
   }
   int finish() {
     int status = proc.wait_exit(60s);

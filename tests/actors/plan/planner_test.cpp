@@ -38,6 +38,9 @@ TEST_CASE("losses shadows cannot cover are fatal, with the reason", "[actors][pl
   CHECK(plan_failover(first, 2).fatal.find("not a live node") != std::string::npos);
   auto off = cluster_plan::initial(3, redundancy_mode::off);
   CHECK(plan_failover(off, 1).fatal.find("redundancy off") != std::string::npos);
+  // One stage: nothing to fail over to, and no neighbour was lost.
+  const auto single = plan_failover(cluster_plan::initial(1, redundancy_mode::lazy), 0);
+  CHECK(single.fatal == "stage 0 lost: a pipeline of one stage has no shadow");
 }
 
 TEST_CASE("a resumed step re-sends exactly what each receiver is missing",
@@ -122,6 +125,9 @@ TEST_CASE("a standby node triggers a new plan when a node runs two stages or the
   CHECK(replan_reason(d.plan, 4, 0).empty()); // nobody to take a stage
   CHECK(replan_reason(d.plan, 4, 1) ==
         "node 0 runs stages 0 1 and 1 standby node(s) can take one");
+  // Across processes nodes are named by their member numbers.
+  CHECK(replan_reason(d.plan, 4, 1, {7, 8, 9, 10}) ==
+        "node 7 runs stages 0 1 and 1 standby node(s) can take one");
   auto shallow = cluster_plan::initial(2, redundancy_mode::off);
   CHECK(replan_reason(shallow, 2, 1).empty());
   CHECK(replan_reason(shallow, 4, 0).empty());

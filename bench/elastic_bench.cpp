@@ -1,0 +1,247 @@
+// Elastic clusters across real processes, measured in one invocation:
+//   replan   the re-plan latency: a worker joins (--join) while a node runs two
+//            stages; from the join to the first step committed under the new
+//            plan, split into the wait for the next step boundary and the
+//            re-plan itself (every stage saves its state, the new plan starts
+//            and each worker loads its stage), over several rounds;
+//   trace    goodput through the first hours of a spot trace (by default the
+//            AWS p3 trace's first 2 h) replayed on at most 8 workers, for lazy
+//            and eager redundancy: committed samples per second of wall time
+//            over the fault-free run's, measured in the same invocation. The
+//            trace's time is sped up to span the fault-free run's duration.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "bench/bench_util.hpp"
+#include "bench/watched_child.hpp"
+
+namespace {
+
+using namespace bamboo::bench;
+
+double seconds(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct bench_options {
+  std::string part = "all";
+  int rounds = 3;
+  std::string trace = BAMBOO_TRACES_DIR "/aws-p3-trace.csv";
+  double hours = 2;
+  int steps = 600;
+  int max_workers = 8;
+};
+
+// The model every run trains: GPT, S=4, small enough for 2 cores.
+std::vector<std::string> train_args(int steps, const std::string& redundancy) {
+  return {BAMBOO_TRAIN_BIN, "--processes",
+          "--stages",       "4",
+          "--layers",       "4",
+          "--d-model",      "64",
+          "--heads",        "4",
+          "--seq-len",      "32",
+          "--micro-batch",  "2",
+          "--global-batch", "8",
+          "--steps",        std::to_string(steps),
+          "--threads",      "1",
+          "--redundancy",   redundancy};
+}
+
+struct scratch {
+  std::string dir;
+  scratch() {
+    dir =
+        (std::filesystem::temp_directory_path() / "bamboo_bench_elastic_XXXXXX").string();
+    if (!mkdtemp(dir.data()))
+      throw std::runtime_error("mkdtemp");
+  }
+  ~scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+bool replan_latency(const bench_options& b) {
+  std::vector<double> total, boundary, replan;
+  for (int round = 0; round < b.rounds; ++round) {
+    auto args = train_args(150, "lazy");
+    args.insert(args.end(), {"--preempt", "node=1@step=3", "--join", "step=6"});
+    watched_child child(args);
+    if (child.wait_exit(std::chrono::seconds(300)) != 0) {
+      std::printf("replan: the run failed\n");
+      return false;
+    }
+    const auto joined = child.matches(std::regex(R"(node 4 joined: standby)"));
+    const auto decided = child.matches(std::regex(R"(a new plan before step)"));
+    const auto plan = child.matches(std::regex(R"(^a new plan from step (\d+))"));
+    const auto steps = child.matches(std::regex(R"(^step \d+ \()"));
+    if (joined.empty() || decided.empty() || plan.empty()) {
+      std::printf("replan: the joined worker was not taken into the plan\n");
+      return false;
+    }
+    clock_type::time_point first_new{};
+    for (const auto& [t, text] : steps)
+      if (t > plan.front().first) {
+        first_new = t;
+        break;
+      }
+    if (first_new == clock_type::time_point{}) {
+      std::printf("replan: no step after the new plan\n");
+      return false;
+    }
+    total.push_back(seconds(joined.front().first, first_new));
+    boundary.push_back(seconds(joined.front().first, decided.front().first));
+    replan.push_back(seconds(decided.front().first, first_new));
+  }
+  std::printf(
+      "re-plan latency, a worker's join to the first step committed under the new "
+      "plan: %s\n",
+      spread(total).c_str());
+  std::printf("  of which waiting for the step boundary: %s\n", spread(boundary).c_str());
+  std::printf("  of which the re-plan (state saved, new plan, stages loaded, first "
+              "step): %s\n",
+              spread(replan).c_str());
+  return true;
+}
+
+// The trace's first `hours`, as a file of its own.
+std::string cut_trace(const bench_options& b, const std::string& dir) {
+  std::ifstream in(b.trace);
+  const std::string out_path = dir + "/trace.csv";
+  std::ofstream out(out_path);
+  const long long limit = static_cast<long long>(b.hours * 3600e3);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto cells = csv_cells(line);
+    if (cells.size() == 3 && std::stoll(cells[0]) < limit)
+      out << line << "\n";
+  }
+  return out_path;
+}
+
+struct replay_outcome {
+  bool ok = false;
+  double wall = 0, goodput = 0;
+  int kills = 0, added = 0, rollbacks = 0, replans = 0;
+  std::string launcher; // bamboo-train's own goodput line
+};
+
+replay_outcome run_replay(const bench_options& b, const std::string& redundancy,
+                          const std::string& trace, double speedup,
+                          const std::string& dir) {
+  auto args = train_args(b.steps, redundancy);
+  const auto ckpt = dir + "/ckpt_" + redundancy;
+  args.insert(args.end(), {"--log-level", "warn", "--checkpoint-dir", ckpt,
+                           "--checkpoint-every", "20", "--keep", "2"});
+  if (!trace.empty())
+    args.insert(args.end(),
+                {"--spot-trace", trace, "--trace-speedup", std::to_string(speedup),
+                 "--max-workers", std::to_string(b.max_workers)});
+  watched_child child(args);
+  replay_outcome o;
+  const int status = child.wait_exit(std::chrono::seconds(1200));
+  const auto end = clock_type::now();
+  const auto started = child.matches(std::regex(R"(^step 0 \()"));
+  const auto listening =
+      child.matches(std::regex(R"(bamboo-manager \(pid \d+\) listens)"));
+  if (status != 0 || listening.empty() || started.empty()) {
+    std::printf("  %s: the run failed (status %d)\n", redundancy.c_str(), status);
+    for (const auto& [t, text] : child.matches(std::regex("error|fatal")))
+      std::printf("    %s", text.c_str());
+    return o;
+  }
+  o.wall = seconds(listening.front().first, end);
+  o.goodput = static_cast<double>(b.steps) * 8 / o.wall;
+  o.kills =
+      static_cast<int>(child.matches(std::regex(R"(removed, (kill -9|SIGTERM))")).size());
+  o.added = static_cast<int>(child.matches(std::regex(R"(added, a new worker)")).size());
+  o.rollbacks = static_cast<int>(child.matches(std::regex("^rolled back to")).size());
+  o.replans = static_cast<int>(child.matches(std::regex("^a new plan from step")).size());
+  const auto line = child.matches(std::regex(R"(bamboo-train: (trace replay|goodput))"));
+  if (!line.empty())
+    o.launcher = line.back().second;
+  o.ok = true;
+  std::error_code ec;
+  std::filesystem::remove_all(ckpt, ec);
+  return o;
+}
+
+bool trace_goodput(const bench_options& b) {
+  scratch s;
+  const auto trace = cut_trace(b, s.dir);
+  // Fault-free, on 4 workers: the rate the trace runs are measured against,
+  // and the duration the trace's time is sped up to fill.
+  run_replay(b, "lazy", "", 1, s.dir); // warm-up: page cache, first start
+  const auto clean = run_replay(b, "lazy", "", 1, s.dir);
+  if (!clean.ok)
+    return false;
+  const double speedup = b.hours * 3600 / clean.wall;
+  std::printf("trace replay: first %.1f h of %s on at most %d workers, sped up %.0fx "
+              "(the fault-free run's %.1f s); GPT, S=4, %d steps of 8 samples, a "
+              "checkpoint every 20 steps\n",
+              b.hours, b.trace.c_str(), b.max_workers, speedup, clean.wall, b.steps);
+  std::printf("  fault-free (lazy, 4 workers) %7.2f samples/s over %.1f s\n",
+              clean.goodput, clean.wall);
+  bool ok = true;
+  for (const char* mode : {"lazy", "eager"}) {
+    const auto o = run_replay(b, mode, trace, speedup, s.dir);
+    if (!o.ok) {
+      ok = false;
+      continue;
+    }
+    std::printf("  %-5s %7.2f samples/s over %.1f s, goodput ratio %.3f to fault-free; "
+                "%d removals, %d workers added, %d new plans, %d rollbacks\n",
+                mode, o.goodput, o.wall, o.goodput / clean.goodput, o.kills, o.added,
+                o.replans, o.rollbacks);
+    std::printf("        %s", o.launcher.c_str());
+  }
+  return ok;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bench_options b;
+  CLI::App app{"bamboo-bench-elastic: re-plan latency and goodput under a spot trace, "
+               "across processes"};
+  app.add_option("--part", b.part, "replan, trace or all")
+      ->check(CLI::IsMember({"replan", "trace", "all"}))
+      ->capture_default_str();
+  app.add_option("--rounds", b.rounds, "rounds of the re-plan latency")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--trace", b.trace, "spot trace (delta_ms,add|remove,node)")
+      ->check(CLI::ExistingFile)
+      ->capture_default_str();
+  app.add_option("--hours", b.hours, "the trace's first hours to replay")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--steps", b.steps, "steps of each trace run")
+      ->check(CLI::Range(10, 100000))
+      ->capture_default_str();
+  app.add_option("--max-workers", b.max_workers, "worker slots of the replay")
+      ->check(CLI::Range(4, 64))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "bamboo-bench-elastic: error: %s\n", e.what());
+    return 2;
+  }
+  bool ok = true;
+  if (b.part == "all" || b.part == "replan")
+    ok = replan_latency(b) && ok;
+  if (b.part == "all" || b.part == "trace")
+    ok = trace_goodput(b) && ok;
+  return ok ? 0 : 1;
+}
