@@ -68,7 +68,7 @@ std::string describe(const caf::error& err) {
 
 std::string exit_words(const caf::error& reason) {
   if (reason == caf::exit_reason::remote_link_unreachable)
-    return "the connection dropped: the process died, or its host is unreachable";
+    return "the process died, or its host is unreachable";
   if (reason == caf::exit_reason::user_shutdown)
     return "it was shut down";
   if (reason == caf::exit_reason::kill)

@@ -45,8 +45,8 @@ std::optional<loss> loss_of(const caf::error& err);
 bool is_error(const caf::error& err, errc e);
 // "bamboo error: invalid_data: cannot read ..." as one line for users.
 std::string describe(const caf::error& err);
-// Why a peer's connection or actor ended, in words: "the connection dropped (the
-// process died, or its host is unreachable)" for CAF's remote_link_unreachable.
+// Why a peer's connection or actor ended, in words: "the process died, or its
+// host is unreachable" for CAF's remote_link_unreachable.
 std::string exit_words(const caf::error& reason);
 
 void register_errors(caf::actor_system_config& cfg);

@@ -462,7 +462,8 @@ private:
   void on_down(const caf::down_msg& dm) {
     if (dm.source == spec_.gateway.address()) { // gone without letting the node go
       logger_->error("node {}: lost the manager: {}", member_, exit_words(dm.reason));
-      finish(make_error(errc::node_lost, "lost the manager: " + exit_words(dm.reason)));
+      finish(make_error(errc::node_lost, "lost the manager: the connection dropped (" +
+                                             exit_words(dm.reason) + ")"));
       return;
     }
     if (target_of_.count(caf::actor_cast<caf::strong_actor_ptr>(dm.source)) == 0)

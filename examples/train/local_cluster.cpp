@@ -105,7 +105,7 @@ public:
   // "goodput 41.2 samples/s over 62.3 s, 0.871 of the undisturbed rate (median
   // step interval 0.171 s)", or empty before any commit.
   std::string summary(int global_batch) const {
-    if (first_step_ < 0 || intervals_.empty() || global_batch <= 0)
+    if (first_step_ < 0 || intervals_.size() < 5 || global_batch <= 0)
       return {};
     auto iv = intervals_;
     std::nth_element(iv.begin(), iv.begin() + iv.size() / 2, iv.end());
