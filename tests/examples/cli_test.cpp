@@ -71,6 +71,22 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--processes --stages 2 --join step=1,cnt=2", "expected step=K");
   check_rejected("--stages 2 --join step=1", "are for --processes");
   check_rejected("--stages 2 --workers 3", "are for --processes");
+  std::ofstream(dir.file("unknown.csv")) << "0,add,a\n0,add,b\n5,launch,c\n";
+  std::ofstream(dir.file("unordered.csv")) << "0,add,a\n0,add,b\n9,remove,a\n5,add,c\n";
+  std::ofstream(dir.file("small.csv")) << "0,add,a\n7,add,b\n";
+  check_rejected("--processes --stages 2 --spot-trace " + dir.file("unknown.csv"),
+                 "unknown.csv:3: expected 'delta_ms,add|remove,node'");
+  check_rejected("--processes --stages 2 --spot-trace " + dir.file("unordered.csv"),
+                 "unordered.csv:4: time 5 goes back (previous 9)");
+  check_rejected("--processes --stages 2 --spot-trace " + dir.file("small.csv"),
+                 "the trace starts with 1 instance(s) in 8 worker slots, fewer than "
+                 "--stages 2");
+  check_rejected("--processes --stages 2 --spot-trace /nonexistent.csv", "cannot read");
+  check_rejected("--processes --stages 4 --spot-trace " + dir.file("unknown.csv") +
+                     " --max-workers 3",
+                 "--max-workers 3 is below --stages 4");
+  check_rejected("--stages 2 --spot-trace " + dir.file("unknown.csv"),
+                 "are for --processes");
   check_rejected("--steps 3 --preempt node=1@step=99", "step 99 is past the run");
   check_rejected("--steps 0", "--steps must be 1 or more");
   check_rejected("--processes --stages 2 --transport local", "--transport local");

@@ -168,7 +168,7 @@ TEST_CASE("a worker killed in the middle of a large activation transfer is faile
   std::this_thread::sleep_for(transfer / 3); // inside the transfer
   const auto killed = clock_type::now();
   REQUIRE(kill(sender, SIGKILL) == 0);
-  REQUIRE_FALSE(run.proc.wait_for(R"(step 2/3 .*failover)", 60s).empty());
+  REQUIRE_FALSE(run.proc.wait_for(R"(step 1 \(2/3\) .*failover)", 60s).empty());
   const auto latency = clock_type::now() - killed;
   run.finish();
   INFO("kill -9 to the failover step's completion: "

@@ -20,8 +20,9 @@ TEST_CASE("status lines parse into events, and anything else is no event", "[exa
   CHECK(e->values == std::vector<long>{2, 4242});
   CHECK(status::parse("started\n"));
   CHECK(status::parse("listening 40123")->values == std::vector<long>{40123});
-  for (const char* bad : {"", "\n", "committed", "committed 3 4", "committed x",
-                          "committed 3x", "joined 2", "step 1/20  loss 5.4", "listening"})
+  for (const char* bad :
+       {"", "\n", "committed", "committed 3 4", "committed x", "committed 3x", "joined 2",
+        "step 0 (1/20)  loss 5.4", "listening"})
     CHECK_FALSE(status::parse(bad));
 }
 
@@ -53,7 +54,7 @@ TEST_CASE("the children of a launcher killed with kill -9 die with it", "[exampl
                   "--micro-batch", "2", "--global-batch", "4"},
                  "unused");
   // The launcher, its manager and two workers, all training.
-  REQUIRE_FALSE(launcher.wait_for(R"(step 2/200)", 30s).empty());
+  REQUIRE_FALSE(launcher.wait_for(R"(step 1 \(2/200\))", 30s).empty());
   CHECK(tagged_processes().size() == 4);
   REQUIRE(launcher.signal(SIGKILL)); // no handler runs: only PR_SET_PDEATHSIG helps
   CHECK(launcher.wait_exit() == 128 + SIGKILL);
