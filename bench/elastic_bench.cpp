@@ -18,7 +18,7 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
+#include "examples/cluster/parse_or_exit.hpp"
 
 #include "bench/bench_util.hpp"
 #include "bench/watched_child.hpp"
@@ -230,14 +230,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-workers", b.max_workers, "worker slots of the replay")
       ->check(CLI::Range(4, 64))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "bamboo-bench-elastic: error: %s\n", e.what());
-    return 2;
-  }
+  if (auto status =
+          bamboo::process::parse_or_exit(app, argc, argv, "bamboo-bench-elastic"))
+    return *status;
   bool ok = true;
   if (b.part == "all" || b.part == "replan")
     ok = replan_latency(b) && ok;

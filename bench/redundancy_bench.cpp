@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include <CLI/CLI.hpp>
+#include "examples/cluster/parse_or_exit.hpp"
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
@@ -178,14 +178,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", b.steps, "steps per run (the first 2 are warm-up)")
       ->check(CLI::Range(6, 10000))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "bamboo-bench-redundancy: error: %s\n", e.what());
-    return 2;
-  }
+  if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-bench-redundancy"))
+    return *status;
   log::set_level("warn");
   const auto c = bench_config(redundancy_mode::lazy, b.steps);
   std::printf("model: gpt, %d blocks, d_model %d, seq %d; S=%d, G=%d m=%d; 1 thread per "

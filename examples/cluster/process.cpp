@@ -31,17 +31,4 @@ std::optional<std::string> token_or_complain(const char* program,
   return token;
 }
 
-std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv,
-                                 const char* program) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 2;
-  }
-  return std::nullopt;
-}
-
 } // namespace bamboo::process

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
+#include "examples/cluster/parse_or_exit.hpp"
 
 namespace bamboo::process {
 
@@ -19,10 +19,5 @@ int stop_signal(); // 0 while none arrived
 // The cluster token, or nullopt after printing "<program>: error: ...".
 std::optional<std::string> token_or_complain(const char* program,
                                              const std::string& file);
-
-// Parses argv; returns the exit status to leave with (0 after --help, 2 after
-// one "<program>: error: ..." line), or nullopt to go on.
-std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv,
-                                 const char* program);
 
 } // namespace bamboo::process
