@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -40,6 +41,16 @@ int gloo_tag(std::uint64_t tag) {
   return static_cast<int>(tag & 0x7fffffffULL);
 }
 
+// The step a tag (make_tag) belongs to.
+std::int64_t step_of(std::uint64_t tag) {
+  return static_cast<std::int64_t>(tag >> 24);
+}
+
+// A send of an earlier step has been received (the step committed everywhere
+// before this one began): waiting for it returns at once. A wait this long
+// means something else is wrong; the send is then kept until the group ends.
+constexpr std::chrono::milliseconds send_release_timeout{1000};
+
 } // namespace
 
 struct gloo_transport::impl {
@@ -51,6 +62,10 @@ struct gloo_transport::impl {
   // Sends and recvs in flight, by a number of their own: several threads may
   // share an endpoint, so one's reap() may drop another's completed recv.
   std::map<std::uint64_t, c10::intrusive_ptr<c10d::Work>> pending;
+  // The step of each pending send. c10d marks a send complete only when
+  // someone waits for it, so sends are released by release_sends().
+  std::map<std::uint64_t, std::int64_t> send_step;
+  std::vector<c10::intrusive_ptr<c10d::Work>> stuck; // failed to release: kept
   std::uint64_t next_id = 0;
 
   // Keeps w until it completes, so that abort() can end it. Returns nullopt,
@@ -74,6 +89,37 @@ struct gloo_transport::impl {
   void untrack(std::uint64_t id) {
     std::lock_guard<std::mutex> guard{mtx};
     pending.erase(id);
+  }
+  // Waits for (at once: they were received) and drops the sends of steps
+  // before `step`; without this every sent tensor stayed, and a long run's
+  // workers grew by each step's activations, gradients and shadow updates.
+  void release_sends(std::int64_t step) {
+    std::vector<std::pair<std::uint64_t, c10::intrusive_ptr<c10d::Work>>> done;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      for (auto it = send_step.begin(); it != send_step.end();)
+        if (it->second < step) {
+          if (auto w = pending.find(it->first); w != pending.end())
+            done.emplace_back(it->first, w->second);
+          it = send_step.erase(it);
+        } else {
+          ++it;
+        }
+    }
+    std::vector<c10::intrusive_ptr<c10d::Work>> kept;
+    for (auto& [id, w] : done) {
+      try {
+        w->wait(send_release_timeout);
+      } catch (const std::exception& e) {
+        log::get("bamboo.transport")
+            ->warn("a send of an earlier step did not complete: {}", e.what());
+        kept.push_back(w);
+      }
+    }
+    std::lock_guard<std::mutex> guard{mtx};
+    for (auto& [id, w] : done)
+      pending.erase(id);
+    stuck.insert(stuck.end(), kept.begin(), kept.end());
   }
   bool is_aborted(std::string& why) {
     std::lock_guard<std::mutex> guard{mtx};
@@ -138,12 +184,18 @@ transport_status gloo_transport::send(int dst, std::uint64_t tag, const at::Tens
   if (!valid_peer(dst) || !t.defined())
     return {transport_errc::invalid, "send to rank " + std::to_string(dst)};
   impl_->reap();
+  impl_->release_sends(step_of(tag));
   try {
     // Gloo sends from the tensor's memory until the work completes; the
     // work keeps a reference, and callers never modify what they sent.
     std::vector<at::Tensor> v{t.is_contiguous() ? t : t.contiguous()};
-    if (!impl_->track(impl_->pg->send(v, dst, gloo_tag(tag))) && impl_->is_aborted(why))
+    const auto id = impl_->track(impl_->pg->send(v, dst, gloo_tag(tag)));
+    if (!id && impl_->is_aborted(why))
       return {transport_errc::aborted, why};
+    if (id) {
+      std::lock_guard<std::mutex> guard{impl_->mtx};
+      impl_->send_step[*id] = step_of(tag);
+    }
   } catch (const std::exception& e) {
     return {transport_errc::peer_lost, e.what()};
   }

@@ -207,10 +207,14 @@ int run_local_cluster(const local_cluster_options& lo) {
                       at_s, a.instance.c_str(), a.slot);
         } else if (auto* w = slot_worker[a.slot]) {
           const bool notice = lo.notice.count() > 0;
-          std::printf("bamboo-train: trace t=%.0f s: %s removed, %s of its worker (slot "
-                      "%d, pid %d)\n",
-                      at_s, a.instance.c_str(), notice ? "SIGTERM" : "kill -9", a.slot,
-                      static_cast<int>(w->pid()));
+          std::string node = "not joined";
+          for (const auto& [member, pid] : pid_of_node)
+            if (pid == w->pid())
+              node = "node " + std::to_string(member);
+          std::printf("bamboo-train: trace t=%.0f s: %s removed, %s of its worker (%s, "
+                      "pid %d)\n",
+                      at_s, a.instance.c_str(), notice ? "SIGTERM" : "kill -9",
+                      node.c_str(), static_cast<int>(w->pid()));
           w->signal(notice ? SIGTERM : SIGKILL);
           if (notice)
             notice_kills.push_back({now + lo.notice, w});
