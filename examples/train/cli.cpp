@@ -125,12 +125,14 @@ std::optional<std::string> train_options::finish() {
       return problem;
   if (c.steps < 1)
     return "--steps must be 1 or more (got " + std::to_string(c.steps) + ")";
+  // A warning, not an error: the demo's kills stay valid with a shorter --steps.
   for (const auto& k : o_.run.preemptions)
     if (k.step >= c.steps)
-      return "--preempt node=" + std::to_string(k.node) +
-             "@step=" + std::to_string(k.step) + ": step " + std::to_string(k.step) +
-             " is past the run (" + std::to_string(c.steps) + " steps, 0 to " +
-             std::to_string(c.steps - 1) + ")";
+      o_.warnings.push_back("--preempt node=" + std::to_string(k.node) +
+                            "@step=" + std::to_string(k.step) + ": step " +
+                            std::to_string(k.step) + " is past the run (" +
+                            std::to_string(c.steps) + " steps, 0 to " +
+                            std::to_string(c.steps - 1) + "): it will not happen");
   if (auto problem = check(o_.run.checkpoints))
     return problem;
   if (o_.workers > 0 && o_.workers < c.stages)
@@ -228,6 +230,8 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     exit_code = 2;
     return std::nullopt;
   }
+  for (const auto& w : o.warnings)
+    std::cerr << "bamboo-train: warning: " << w << "\n";
   return o;
 }
 

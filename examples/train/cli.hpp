@@ -39,7 +39,8 @@ struct cli_options {
   std::string spot_trace;
   double trace_speedup = 1;
   int max_workers = 8;
-  double notice_s = 0; // > 0: SIGTERM, then kill -9 this long after
+  double notice_s = 0;               // > 0: SIGTERM, then kill -9 this long after
+  std::vector<std::string> warnings; // options that do nothing, said once
 };
 
 // The training options, bound to an app (bamboo-train's and bamboo-manager's

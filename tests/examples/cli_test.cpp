@@ -87,7 +87,6 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "--max-workers 3 is below --stages 4");
   check_rejected("--stages 2 --spot-trace " + dir.file("unknown.csv"),
                  "are for --processes");
-  check_rejected("--steps 3 --preempt node=1@step=99", "step 99 is past the run");
   check_rejected("--steps 0", "--steps must be 1 or more");
   check_rejected("--processes --stages 2 --transport local", "--transport local");
 }
@@ -117,6 +116,18 @@ TEST_CASE("bamboo-train survives injected preemptions and summarises them",
   std::string all((std::istreambuf_iterator<char>(in)), {});
   CHECK(all.find(",preempted+failover") != std::string::npos);
   CHECK(all.find(",degraded") != std::string::npos);
+}
+
+TEST_CASE("bamboo-train warns once of a preemption past the run and trains",
+          "[examples]") {
+  auto r = run_train("--steps 3 --stages 2 --quiet --log-level off --preempt "
+                     "node=1@step=99");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("bamboo-train: warning: --preempt node=1@step=99: step 99 is past "
+                      "the run (3 steps, 0 to 2): it will not happen") !=
+        std::string::npos);
+  CHECK(r.output.find("0 preemption(s) survived") != std::string::npos);
 }
 
 TEST_CASE("bamboo-train prints the schedule with FRC slots marked", "[examples]") {
