@@ -1,6 +1,7 @@
 // bamboo-sim: replays spot-instance traces (or generated ones) through a policy and
 // reports steps, throughput, failures, instances, cost and value. Several
 // policies, redundancy modes and seeds form a grid that runs in parallel.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -69,22 +70,29 @@ int main(int argc, char** argv) {
   app.add_option("--generate", generate,
                  "generated trace: hourly (diurnal), random (per-hour draws), removal=P")
       ->excludes(trace_opt);
-  app.add_option("--capacity", capacity, "generated traces: desired instances")
+  app.add_option("--capacity", capacity,
+                 "generated traces: desired instances (default 48; on-demand runs "
+                 "the profile's on-demand baseline)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--seeds", seeds, "generated traces: seed or range A..B");
+  app.add_option("--seeds", seeds, "generated traces: seed or range A..B (default 1)");
   app.add_option("--policy", policies,
-                 "bamboo-nsdi23, bamboo, checkpoint-restart, on-demand")
+                 "bamboo-nsdi23 (default), bamboo, checkpoint-restart, on-demand")
       ->check(
           CLI::IsMember({"bamboo-nsdi23", "bamboo", "checkpoint-restart", "on-demand"}));
   app.add_option("--redundancy", redundancies,
                  "bamboo policy: off, lazy, eager, adaptive")
       ->check(CLI::IsMember({"off", "lazy", "eager", "adaptive"}));
-  app.add_option("--model", model, "gpt2 or bert (built-in profiles)")
-      ->check(CLI::IsMember({"gpt2", "bert"}));
+  auto* model_opt =
+      app.add_option("--model", model,
+                     "gpt2 (default; gpt, as bamboo-train says, is the same) or bert: "
+                     "the original simulator's profiles")
+          ->check(CLI::IsMember({"gpt2", "gpt", "bert"}));
   app.add_option("--profile", profile_path,
-                 "a profile file (e.g. from bamboo-bench-pipeline)");
+                 "a profile file (e.g. from bamboo-bench-pipeline), instead of --model")
+      ->excludes(model_opt);
   app.add_option("--duration", duration,
-                 "simulated time, e.g. 12h; default: target steps");
+                 "simulated time: 12h, 30m, 90s, 1500ms, or a bare number of hours; "
+                 "default: until the target steps");
   app.add_option("--checkpoint-interval", ckpt_interval,
                  "checkpoint period (bamboo, c-r)");
   app.add_option("--restart-cost", restart, "time to restart from a checkpoint");
@@ -102,6 +110,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return bad(e.what());
   }
+
+  // Options that would be silently ignored are refused.
+  const bool grid_has_bamboo =
+      std::find(policies.begin(), policies.end(), "bamboo") != policies.end();
+  if (app.count("--redundancy") > 0 && !grid_has_bamboo)
+    return bad("--redundancy applies to --policy bamboo only (bamboo-nsdi23 is the "
+               "original's fixed lazy redundancy)");
+  if (app.count("--seeds") > 0 && !trace_path.empty())
+    return bad("--seeds applies to generated traces (--generate); a --trace file has "
+               "no seed");
+  if (app.count("--capacity") > 0 && generate.empty())
+    return bad("--capacity applies to generated traces (--generate): a --trace file "
+               "says how many instances there are, and on-demand runs the profile's "
+               "baseline");
+  if (model == "gpt")
+    model = "gpt2";
 
   sim_options base;
   if (!profile_path.empty()) {

@@ -238,6 +238,14 @@ TEST_CASE("bamboo-sim rejects bad traces and options with exit status 2", "[exam
   check_sim_rejected("--generate sometimes", "--generate");
   check_sim_rejected("--generate hourly --duration soon", "--duration");
   check_sim_rejected("--generate hourly --policy magic", "--policy");
+  // Options that would do nothing are refused, not ignored.
+  check_sim_rejected("--generate hourly --redundancy eager",
+                     "applies to --policy bamboo");
+  check_sim_rejected("--trace " + dir.file("unknown.csv") + " --seeds 1..3",
+                     "--seeds applies to generated traces");
+  check_sim_rejected("--trace " + dir.file("unknown.csv") + " --capacity 8",
+                     "--capacity applies to generated traces");
+  check_sim_rejected("--generate hourly --model bert --profile x.txt", "--profile");
 }
 
 TEST_CASE("bamboo-sim replays a published trace and writes its outputs", "[examples]") {
