@@ -1,9 +1,5 @@
 #include "actors/shard_writer.hpp"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <caf/all.hpp>
 
 #include "actors/errors.hpp"
@@ -17,11 +13,6 @@ caf::behavior shard_writer(caf::event_based_actor* self) {
   return {
       [self](shard_snapshot& s) -> caf::result<checkpoint_shard> {
         self->quit();
-        // The snapshot is in memory already: only this thread waits for the
-        // write, and it runs when the stages leave a core idle (bubbles, step
-        // boundaries) instead of taking turns with them. The thread is this
-        // detached actor's own and ends with it.
-        setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
         std::string error;
         auto shard = write_checkpoint_shard(s.step_dir, s.file, s.step, s.tensors, error);
         if (!shard)
