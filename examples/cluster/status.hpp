@@ -27,4 +27,9 @@ struct event {
 // "committed 3" -> {committed, {3}}; nullopt for a line that is not an event.
 std::optional<event> parse(const std::string& line);
 
+// `line` and a newline to standard error in one write: the children of a local
+// cluster share one output pipe, and a line written piecewise (as std::cerr's
+// << does) can interleave with another process's.
+void say(const std::string& line);
+
 } // namespace bamboo::status

@@ -106,8 +106,8 @@ int main(int argc, char** argv) {
       const bool refused =
           ended->category() == error_category &&
           ended->code() == static_cast<std::uint8_t>(errc::invalid_config);
-      std::cerr << "bamboo-worker: " << (refused ? "" : "error: ")
-                << (refused ? why.substr(why.find("refused")) : why) << "\n";
+      status::say(std::string("bamboo-worker: ") + (refused ? "" : "error: ") +
+                  (refused ? why.substr(why.find("refused")) : why));
       return refused ? 2 : 1;
     }
     const int sig = process::stop_signal();

@@ -5,6 +5,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/plan/sample_ledger.hpp"
+#include "examples/cluster/status.hpp"
 #include "model/data.hpp"
 
 namespace bamboo::app {
@@ -178,12 +179,12 @@ int failure_status(const char* program, const caf::error& err) {
   const auto code = static_cast<errc>(err.code());
   const bool ours = err.category() == error_category;
   if (ours && code == errc::unrecoverable_failure) {
-    std::cerr << program << ": fatal: " << describe(err) << "\n";
+    status::say(std::string(program) + ": fatal: " + describe(err));
     return 3;
   }
   const bool bad_input =
       ours && (code == errc::invalid_config || code == errc::invalid_data);
-  std::cerr << program << ": error: " << describe(err) << "\n";
+  status::say(std::string(program) + ": error: " + describe(err));
   return bad_input ? 2 : 1;
 }
 
