@@ -41,8 +41,7 @@ TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitt
   no_leftovers guard;
   auto cfg = small_gpt(101);
   // Long enough for the new worker to start on 2 busy cores (1-3.5 s here, tens
-  // of steps)
-  // and still train a while under the new plan.
+  // of steps) and still train a while under the new plan.
   cfg.steps = 300;
   const auto expected = embedded_reference(cfg);
   scratch_dir work;
