@@ -218,10 +218,7 @@ void manager_state::fail(const caf::error& err) {
     return;
   logger_->error("run failed: {}", describe(err));
   end_generation("run failed"); // unblock waiting stages
-  spec_.result->generation = plan_.generation;
-  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n)
-    if (plan_.alive[n])
-      spec_.result->alive.push_back(n);
+  record_survivors();
   promise_.deliver(err);
   // The survivors stay for a rollback: their actors end with the error, which
   // tells a worker process to wait for a new assignment.
@@ -230,16 +227,21 @@ void manager_state::fail(const caf::error& err) {
   shutdown(keep ? err : caf::error(caf::exit_reason::user_shutdown));
 }
 
+// The plan's last generation and its live nodes, for the runner's next plan.
+void manager_state::record_survivors() {
+  spec_.result->generation = plan_.generation;
+  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n)
+    if (plan_.alive[n])
+      spec_.result->alive.push_back(n);
+}
+
 // The plan ends at a step boundary for a new one: its nodes stay members and
 // wait for their next assignment (the proxies tell them so).
 void manager_state::end_plan(const std::string& why) {
   auto& r = *spec_.result;
   r.replanned_at = step_;
   r.replan_reason = why;
-  r.generation = plan_.generation;
-  for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n)
-    if (plan_.alive[n])
-      r.alive.push_back(n);
+  record_survivors();
   logger_->info("plan of generation {} ends before step {}: {}", plan_.generation, step_,
                 why);
   promise_.deliver(done_atom::value);

@@ -44,6 +44,7 @@ private:
   void deliver_done();
   void fail(const caf::error& err);
   void end_plan(const std::string& why);
+  void record_survivors();
   void end_generation(const std::string& reason);
   void shutdown(const caf::error& reason = caf::exit_reason::user_shutdown);
   std::vector<stage_actor> distinct_owners() const;
