@@ -141,6 +141,15 @@ void tell(Self* self, const caf::actor& dest, Ts&&... xs) {
   caf::send_as(caf::actor_cast<caf::actor>(self), dest, std::forward<Ts>(xs)...);
 }
 
+// Whether the message being handled comes from an actor of this process: only
+// frames cross processes, so any other message from a peer is a stranger's
+// (an anonymous message counts as a stranger's: a peer can send one too).
+template <class Self>
+bool from_this_process(Self* self) {
+  const auto& sender = self->current_sender();
+  return sender && sender->node() == self->node();
+}
+
 // --- inspection (CAF's serialization and printing) --------------------------------
 
 template <class Inspector>

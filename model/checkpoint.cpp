@@ -1,7 +1,5 @@
 #include "model/checkpoint.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -20,19 +18,6 @@ namespace {
 constexpr const char* format_name = "bamboo-checkpoint-1";
 constexpr const char* state_file = "state.safetensors";
 constexpr const char* manifest_file = "manifest.json";
-
-std::string sha256_hex(const std::vector<std::uint8_t>& bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
-  std::string out;
-  char buf[3];
-  for (unsigned i = 0; i < n; ++i) {
-    std::snprintf(buf, sizeof(buf), "%02x", md[i]);
-    out += buf;
-  }
-  return out;
-}
 
 std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -103,14 +88,21 @@ std::optional<checkpoint_shard> write_checkpoint_shard(
     error = "cannot create " + step_dir + ": " + ec.message();
     return std::nullopt;
   }
-  safetensors_file st;
-  st.metadata["step"] = std::to_string(step);
-  for (const auto& [name, values] : tensors)
-    st.tensors.push_back({name, {static_cast<std::int64_t>(values.size())}, values});
-  const auto bytes = encode_safetensors(st);
-  if (!write_file_atomically((fs::path(step_dir) / file).string(), bytes, error))
+  // Straight from the snapshot to the file: no encoded copy in memory.
+  std::vector<tensor_layout> layout;
+  std::size_t size = 0;
+  for (const auto& [name, values] : tensors) {
+    layout.push_back({name, {static_cast<std::int64_t>(values.size())}, values.size()});
+    size += 4 * values.size();
+  }
+  const auto header = safetensors_header({{"step", std::to_string(step)}}, layout);
+  std::vector<byte_span> parts{{header.data(), header.size()}};
+  for (const auto& [name, values] : tensors) // little-endian floats, as the format
+    parts.push_back({values.data(), 4 * values.size()});
+  std::string digest;
+  if (!write_file_atomically((fs::path(step_dir) / file).string(), parts, &digest, error))
     return std::nullopt;
-  return checkpoint_shard{file, sha256_hex(bytes), bytes.size(), tensors.size()};
+  return checkpoint_shard{file, digest, header.size() + size, tensors.size()};
 }
 
 bool write_checkpoint_manifest(const std::string& dir, const checkpoint_manifest& m,

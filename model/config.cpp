@@ -43,6 +43,10 @@ std::optional<std::string> validate(const train_config& c) {
   if (c.global_batch < 1 || c.global_batch % c.micro_batch != 0)
     return "--global-batch " + num(c.global_batch) +
            " is not a positive multiple of --micro-batch " + num(c.micro_batch);
+  if (c.micro_batches() > max_micro_batches)
+    return "--global-batch / --micro-batch is " + num(c.micro_batches()) +
+           " micro-batches per step: at most " + num(max_micro_batches) +
+           " are supported (raise --micro-batch)";
   if (c.steps < 0)
     return "--steps must not be negative";
   if (c.threads < 1)

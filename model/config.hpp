@@ -61,6 +61,10 @@ struct train_config {
   int micro_batches() const { return global_batch / micro_batch; }
 };
 
+// Micro-batches a step may have: they are numbered in 10 bits of a tensor's tag
+// (transport/tensor_transport.hpp).
+inline constexpr int max_micro_batches = 1024;
+
 // The first problem found, as one line for the user; nullopt when valid.
 std::optional<std::string> validate(const train_config& cfg);
 

@@ -1,17 +1,29 @@
 #include "model/safetensors.hpp"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <set>
 
 namespace bamboo {
 
 namespace {
+
+std::string hex(const unsigned char* bytes, unsigned n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
 
 std::string quoted(const std::string& s) {
   std::string out = "\"";
@@ -193,25 +205,26 @@ const json_value* member(const json_value& obj, const char* key) {
 
 } // namespace
 
-std::vector<std::uint8_t> encode_safetensors(const safetensors_file& f) {
+std::string safetensors_header(const std::map<std::string, std::string>& metadata,
+                               const std::vector<tensor_layout>& tensors) {
   std::string header = "{";
-  if (!f.metadata.empty()) {
+  if (!metadata.empty()) {
     header += "\"__metadata__\":{";
     bool first = true;
-    for (const auto& [k, v] : f.metadata) {
+    for (const auto& [k, v] : metadata) {
       header += (first ? "" : ",") + quoted(k) + ":" + quoted(v);
       first = false;
     }
     header += "}";
   }
   std::uint64_t offset = 0;
-  for (const auto& t : f.tensors) {
+  for (const auto& t : tensors) {
     if (header.size() > 1)
       header += ",";
     std::string shape;
     for (auto d : t.shape)
       shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    const auto end = offset + 4 * t.data.size();
+    const auto end = offset + 4 * t.count;
     header += quoted(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape +
               "],\"data_offsets\":[" + std::to_string(offset) + "," +
               std::to_string(end) + "]}";
@@ -220,12 +233,31 @@ std::vector<std::uint8_t> encode_safetensors(const safetensors_file& f) {
   header += "}";
   while (header.size() % 8 != 0)
     header += ' ';
-  std::vector<std::uint8_t> out(8 + header.size() + offset);
+  std::string out(8, '\0');
   const std::uint64_t n = header.size();
   for (int i = 0; i < 8; ++i)
-    out[i] = static_cast<std::uint8_t>(n >> (8 * i));
-  std::memcpy(out.data() + 8, header.data(), header.size());
-  auto* data = out.data() + 8 + header.size();
+    out[static_cast<std::size_t>(i)] = static_cast<char>(n >> (8 * i));
+  return out + header;
+}
+
+std::string sha256_hex(const std::vector<std::uint8_t>& bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr);
+  return hex(md, n);
+}
+
+std::vector<std::uint8_t> encode_safetensors(const safetensors_file& f) {
+  std::vector<tensor_layout> layout;
+  std::size_t data_size = 0;
+  for (const auto& t : f.tensors) {
+    layout.push_back({t.name, t.shape, t.data.size()});
+    data_size += 4 * t.data.size();
+  }
+  const auto header = safetensors_header(f.metadata, layout);
+  std::vector<std::uint8_t> out(header.size() + data_size);
+  std::memcpy(out.data(), header.data(), header.size());
+  auto* data = out.data() + header.size();
   for (const auto& t : f.tensors) { // x86 and ARM are little-endian, as the format
     std::memcpy(data, t.data.data(), 4 * t.data.size());
     data += 4 * t.data.size();
@@ -316,24 +348,38 @@ std::optional<safetensors_file> decode_safetensors(const std::vector<std::uint8_
 
 bool write_file_atomically(const std::string& path,
                            const std::vector<std::uint8_t>& bytes, std::string& error) {
+  return write_file_atomically(path, {{bytes.data(), bytes.size()}}, nullptr, error);
+}
+
+bool write_file_atomically(const std::string& path, const std::vector<byte_span>& parts,
+                           std::string* sha256, std::string& error) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     error = "cannot create " + tmp + ": " + std::strerror(errno);
     return false;
   }
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    auto w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      error = "cannot write " + tmp + ": " + std::strerror(w < 0 ? errno : ENOSPC);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return false;
+  // Hashed as written: one pass over the snapshot, no copy of the file in memory.
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (sha256)
+    EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+  for (const auto& part : parts) {
+    const auto* bytes = static_cast<const std::uint8_t*>(part.data);
+    if (sha256)
+      EVP_DigestUpdate(md.get(), bytes, part.size);
+    std::size_t done = 0;
+    while (done < part.size) {
+      auto w = ::write(fd, bytes + done, part.size - done);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w <= 0) {
+        error = "cannot write " + tmp + ": " + std::strerror(w < 0 ? errno : ENOSPC);
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        return false;
+      }
+      done += static_cast<std::size_t>(w);
     }
-    done += static_cast<std::size_t>(w);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     error = "cannot flush " + tmp + ": " + std::strerror(errno);
@@ -352,6 +398,12 @@ bool write_file_atomically(const std::string& path,
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
+  }
+  if (sha256) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(md.get(), digest, &n);
+    *sha256 = hex(digest, n);
   }
   return true;
 }

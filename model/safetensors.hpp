@@ -28,6 +28,17 @@ struct safetensors_file {
   std::vector<tensor_record> tensors; // in file order
 };
 
+// Where a tensor lies in a file, without its values.
+struct tensor_layout {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::size_t count; // prod(shape) floats
+};
+
+// The 8-byte length and the padded JSON header for tensors stored in this order;
+// their data follows it, back to back.
+std::string safetensors_header(const std::map<std::string, std::string>& metadata,
+                               const std::vector<tensor_layout>& tensors);
 // The file's bytes: header and data.
 std::vector<std::uint8_t> encode_safetensors(const safetensors_file& f);
 // Parses and checks the bytes: header length within the file, a well-formed
@@ -41,6 +52,15 @@ std::optional<safetensors_file> decode_safetensors(const std::vector<std::uint8_
 // file already at `path` is untouched.
 bool write_file_atomically(const std::string& path,
                            const std::vector<std::uint8_t>& bytes, std::string& error);
+// The same for a file made of parts written back to back, straight from where they
+// lie; with `sha256`, the hex SHA-256 of the whole file, computed as it is written.
+struct byte_span {
+  const void* data;
+  std::size_t size;
+};
+bool write_file_atomically(const std::string& path, const std::vector<byte_span>& parts,
+                           std::string* sha256, std::string& error);
+std::string sha256_hex(const std::vector<std::uint8_t>& bytes);
 bool write_safetensors(const std::string& path, const safetensors_file& f,
                        std::string& error);
 std::optional<safetensors_file> read_safetensors(const std::string& path,

@@ -223,10 +223,16 @@ struct writer {
     l.setStay(x.stay);
   }
   void operator()(const challenge_request& x) {
-    b.initChallengeRequest().setNode(x.node);
+    auto c = b.initChallengeRequest();
+    c.setNode(x.node);
+    c.setNonce(bytes_of(x.nonce));
+    c.setIdentity(x.identity);
   }
   void operator()(const join_challenge& x) {
-    b.initChallenge().setNonce(bytes_of(x.nonce));
+    auto c = b.initChallenge();
+    c.setNonce(bytes_of(x.nonce));
+    c.setProof(bytes_of(x.proof));
+    c.setIdentity(x.identity);
   }
   void operator()(const join_accept& x) {
     auto a = b.initAccept();
@@ -336,11 +342,19 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     auto c = b.getCommit();
     return commit{c.getGeneration(), c.getStep(), c.getClipCoef()};
   }
-  case wire::Frame::Body::CHALLENGE_REQUEST:
-    return challenge_request{b.getChallengeRequest().getNode()};
+  case wire::Frame::Body::CHALLENGE_REQUEST: {
+    auto c = b.getChallengeRequest();
+    auto n = c.getNonce();
+    return challenge_request{c.getNode(), std::vector<std::uint8_t>(n.begin(), n.end()),
+                             c.getIdentity().cStr()};
+  }
   case wire::Frame::Body::CHALLENGE: {
-    auto n = b.getChallenge().getNonce();
-    return join_challenge{std::vector<std::uint8_t>(n.begin(), n.end())};
+    auto c = b.getChallenge();
+    auto n = c.getNonce();
+    auto p = c.getProof();
+    return join_challenge{std::vector<std::uint8_t>(n.begin(), n.end()),
+                          std::vector<std::uint8_t>(p.begin(), p.end()),
+                          c.getIdentity().cStr()};
   }
   case wire::Frame::Body::ACCEPT: {
     auto a = b.getAccept();

@@ -75,10 +75,14 @@ struct commit {
 
 struct challenge_request {
   std::uint32_t node = 0xffffffffu;
+  std::vector<std::uint8_t> nonce; // 1.6
+  std::string identity;            // 1.6
 };
 
 struct join_challenge {
   std::vector<std::uint8_t> nonce;
+  std::vector<std::uint8_t> proof; // 1.6
+  std::string identity;            // 1.6
 };
 
 struct join_accept {

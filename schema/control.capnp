@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 5;
+const minorVersion :UInt16 = 6;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -23,7 +23,8 @@ struct JoinRequest {
   node @0 :UInt32;
   zone @1 :Text;
   version @2 :Text;
-  proof @3 :Data;   # HMAC of the manager's challenge with the cluster token
+  proof @3 :Data;   # 1.6: HMAC-SHA256(token, "bamboo-worker", both nonces and
+                    # both identities); before 1.6 of the manager's nonce alone
 }
 
 struct StageAssignment {
@@ -64,14 +65,20 @@ struct Commit {
   clipCoef @2 :Float64;
 }
 
-# Joining (1.1): the manager answers a challenge request with a nonce; the
-# join request proves the cluster token as HMAC-SHA256(token, nonce).
+# Joining (1.1, mutual since 1.6): the worker sends a nonce and its identity,
+# the manager answers with its own nonce, its identity and a proof of the token
+# over both; the join request proves the token over the same. An identity is the
+# CAF node id that the other side sees the sender as, so a relay fails.
 struct ChallengeRequest {
   node @0 :UInt32;   # the id the worker asks for (its --node), or 0xffffffff
+  nonce @1 :Data;    # 1.6: 32 fresh random bytes
+  identity @2 :Text; # 1.6: the worker's CAF node id
 }
 
 struct JoinChallenge {
   nonce @0 :Data;
+  proof @1 :Data;    # 1.6: HMAC-SHA256(token, "bamboo-manager", ...)
+  identity @2 :Text; # 1.6: the manager's CAF node id
 }
 
 struct JoinAccept {

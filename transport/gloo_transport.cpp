@@ -35,15 +35,16 @@ std::uint16_t gloo_store_server::port() const {
 
 namespace {
 
-// Gloo tags are ints: only tensors in flight at once need distinct tags, and a
-// step's tensors are all consumed before the next step's are sent.
+// Gloo tags are non-negative ints: the low 31 bits of make_tag's, distinct for
+// 2^19 consecutive steps (a step's tensors are all consumed before the next
+// step's are sent, so only a handful of steps are ever in flight).
 int gloo_tag(std::uint64_t tag) {
   return static_cast<int>(tag & 0x7fffffffULL);
 }
 
 // The step a tag (make_tag) belongs to.
 std::int64_t step_of(std::uint64_t tag) {
-  return static_cast<std::int64_t>(tag >> 24);
+  return static_cast<std::int64_t>(tag >> tag_step_shift);
 }
 
 // A send of an earlier step has been received (the step committed everywhere
@@ -151,7 +152,7 @@ std::unique_ptr<gloo_transport> gloo_transport::join(const gloo_group_spec& spec
     auto store = c10::make_intrusive<c10d::PrefixStore>(
         "bamboo/gen" + std::to_string(spec.generation), tcp);
     auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(spec.device_host));
     opts->threads = 2;
     auto p = std::make_unique<impl>();
     p->spec = spec;

@@ -42,6 +42,9 @@ struct gloo_group_spec {
   int size = 1;
   std::uint64_t generation = 1;
   std::chrono::milliseconds timeout = default_gloo_timeout;
+  // The address this rank's Gloo device listens on and tells its peers: the
+  // interface the node advertises (another host cannot reach a loopback address).
+  std::string device_host = "127.0.0.1";
 };
 
 class gloo_transport final : public tensor_transport {

@@ -28,9 +28,9 @@ transport_registry::transport_registry(transport_kind kind, int size)
 }
 
 transport_registry::transport_registry(int size, std::string store_host,
-                                       std::uint16_t store_port)
+                                       std::uint16_t store_port, std::string device_host)
     : kind_(transport_kind::gloo), size_(size), store_host_(std::move(store_host)),
-      store_port_(store_port) {}
+      store_port_(store_port), device_host_(std::move(device_host)) {}
 
 transport_registry::~transport_registry() = default;
 
@@ -85,6 +85,7 @@ transport_registry::join(int rank, std::uint64_t generation, std::string& error)
   gloo_group_spec spec;
   spec.store_host = store_host_;
   spec.store_port = store_port_;
+  spec.device_host = device_host_;
   spec.rank = rank;
   spec.size = size_;
   spec.generation = generation;

@@ -28,8 +28,10 @@ class gloo_store_server;
 class transport_registry {
 public:
   transport_registry(transport_kind kind, int size);
-  // Gloo over the store at host:port (hosted by another process).
-  transport_registry(int size, std::string store_host, std::uint16_t store_port);
+  // Gloo over the store at host:port (hosted by another process), this node's
+  // devices on `device_host` (the address it advertises).
+  transport_registry(int size, std::string store_host, std::uint16_t store_port,
+                     std::string device_host = "127.0.0.1");
   ~transport_registry();
 
   transport_kind kind() const { return kind_; }
@@ -52,6 +54,7 @@ private:
   std::unique_ptr<gloo_store_server> store_;
   std::string store_host_ = "127.0.0.1";
   std::uint16_t store_port_ = 0;
+  std::string device_host_ = "127.0.0.1";
   std::mutex mtx_;
   std::map<std::uint64_t, std::shared_ptr<local_hub>> hubs_;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<slot>> slots_;

@@ -1,5 +1,7 @@
 #include "actors/net/auth.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -11,6 +13,23 @@
 
 namespace bamboo {
 
+namespace {
+
+// Each field length-prefixed, so no two handshakes share a message.
+void append(std::vector<std::uint8_t>& out, const std::uint8_t* data, std::size_t n) {
+  for (int i = 0; i < 4; ++i)
+    out.push_back(static_cast<std::uint8_t>(n >> (8 * i)));
+  out.insert(out.end(), data, data + n);
+}
+void append(std::vector<std::uint8_t>& out, const std::string& s) {
+  append(out, reinterpret_cast<const std::uint8_t*>(s.data()), s.size());
+}
+void append(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& v) {
+  append(out, v.data(), v.size());
+}
+
+} // namespace
+
 std::vector<std::uint8_t> make_nonce() {
   std::vector<std::uint8_t> n(nonce_bytes);
   if (RAND_bytes(n.data(), static_cast<int>(n.size())) != 1)
@@ -18,19 +37,25 @@ std::vector<std::uint8_t> make_nonce() {
   return n;
 }
 
-std::vector<std::uint8_t> prove_token(const std::string& token,
-                                      const std::vector<std::uint8_t>& nonce) {
+std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
+                                const handshake& h) {
+  std::vector<std::uint8_t> msg;
+  append(msg, std::string(role == proof_role::manager ? "bamboo-manager" : "bamboo-worker"));
+  append(msg, h.worker_nonce);
+  append(msg, h.manager_nonce);
+  append(msg, h.worker_id);
+  append(msg, h.manager_id);
   std::vector<std::uint8_t> mac(EVP_MAX_MD_SIZE);
   unsigned int len = 0;
-  HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), nonce.data(),
-       nonce.size(), mac.data(), &len);
+  HMAC(EVP_sha256(), token.data(), static_cast<int>(token.size()), msg.data(), msg.size(),
+       mac.data(), &len);
   mac.resize(len);
   return mac;
 }
 
-bool check_proof(const std::string& token, const std::vector<std::uint8_t>& nonce,
+bool check_proof(const std::string& token, proof_role role, const handshake& h,
                  const std::vector<std::uint8_t>& proof) {
-  auto expected = prove_token(token, nonce);
+  auto expected = prove(token, role, h);
   return proof.size() == expected.size() &&
          CRYPTO_memcmp(proof.data(), expected.data(), expected.size()) == 0;
 }
@@ -38,17 +63,36 @@ bool check_proof(const std::string& token, const std::vector<std::uint8_t>& nonc
 std::optional<std::string> load_token(const std::string& file, std::string& error) {
   std::string token;
   if (!file.empty()) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+      error = "cannot read token file '" + file + "'";
+      return std::nullopt;
+    }
+    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+      error = "token file '" + file + "' has mode " + mode +
+              ": group and others must not have access (chmod 600 " + file + ")";
+      return std::nullopt;
+    }
     std::ifstream in(file);
     if (!in) {
       error = "cannot read token file '" + file + "'";
       return std::nullopt;
     }
     std::getline(in, token);
+    if (!token.empty() && token.back() == '\r')
+      token.pop_back();
   } else if (const char* env = std::getenv("BAMBOO_TOKEN")) {
     token = env;
   }
   if (token.empty()) {
     error = "no cluster token: set BAMBOO_TOKEN or pass --token-file";
+    return std::nullopt;
+  }
+  if (token.size() < min_token_bytes) {
+    error = "the cluster token has " + std::to_string(token.size()) + " bytes: at least " +
+            std::to_string(min_token_bytes) + " are needed";
     return std::nullopt;
   }
   return token;

@@ -1,5 +1,10 @@
-// Joining a cluster proves the cluster token without sending it: the manager
-// sends a fresh nonce, the worker answers HMAC-SHA256(token, nonce).
+// Joining a cluster proves the cluster token both ways without sending it.
+// The worker sends a fresh nonce and its identity; the manager answers with its
+// own nonce, its identity and HMAC-SHA256(token, "bamboo-manager" + the
+// handshake); the worker checks it and answers HMAC-SHA256(token, "bamboo-worker"
+// + the handshake). An identity is the CAF node id that the other side sees the
+// sender as: a peer that relays the handshake between the two has another node
+// id, so neither proof checks out for it.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +15,26 @@
 namespace bamboo {
 
 inline constexpr std::size_t nonce_bytes = 32;
+// Shorter tokens are refused: a guessable token makes every proof worthless.
+inline constexpr std::size_t min_token_bytes = 16;
+
+struct handshake {
+  std::vector<std::uint8_t> worker_nonce, manager_nonce;
+  std::string worker_id, manager_id;
+};
+
+enum class proof_role { manager, worker };
 
 std::vector<std::uint8_t> make_nonce();
-std::vector<std::uint8_t> prove_token(const std::string& token,
-                                      const std::vector<std::uint8_t>& nonce);
+std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
+                                const handshake& h);
 // Constant-time comparison of the expected proof with the given one.
-bool check_proof(const std::string& token, const std::vector<std::uint8_t>& nonce,
+bool check_proof(const std::string& token, proof_role role, const handshake& h,
                  const std::vector<std::uint8_t>& proof);
 
-// The token from a file (first line) if given, else $BAMBOO_TOKEN; nullopt and
-// `error` set when neither gives a non-empty token.
+// The token from a file (first line, a trailing \r dropped) if given, else
+// $BAMBOO_TOKEN. Refused, nullopt and `error` set: a file that group or others
+// can read (as ssh refuses such keys), and a token shorter than min_token_bytes.
 std::optional<std::string> load_token(const std::string& file, std::string& error);
 
 } // namespace bamboo

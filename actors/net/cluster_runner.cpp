@@ -86,8 +86,9 @@ public:
   }
   shadow_sync sync() const override { return shadow_sync::transport; }
   void end_generation(std::uint64_t gen, const std::string& reason) override {
-    caf::anon_send(gateway_, broadcast_atom::value,
-                   to_wire(schema::generation_end{gen, reason}));
+    send_from_this_process(gateway_.home_system(), gateway_,
+                           caf::make_message(broadcast_atom::value,
+                                             to_wire(schema::generation_end{gen, reason})));
   }
   shadow_source reshadowing() const override { return shadow_source::copy; }
   int node_id(int node) const override {
@@ -383,8 +384,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     total.checkpoint_failures = writer->finish();
   // Every member is let go (a standby one too), and the leave frames go out
   // before the connections close.
-  caf::anon_send(gateway, broadcast_atom::value,
-                 to_wire(schema::leave{"the run is over"}));
+  self->send(gateway, broadcast_atom::value, to_wire(schema::leave{"the run is over"}));
   self->receive(caf::after(std::chrono::milliseconds(100)) >> [] {});
   stop_gateway();
   if (failure)

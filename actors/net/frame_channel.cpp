@@ -29,6 +29,11 @@ std::optional<schema::frame> open_frame(caf::local_actor* self, const wire_frame
   return std::move(f->body);
 }
 
+void send_from_this_process(caf::actor_system& sys, const caf::actor& dest,
+                            caf::message m) {
+  sys.spawn([dest, m = std::move(m)](caf::event_based_actor* self) { self->send(dest, m); });
+}
+
 void register_frames(caf::actor_system_config& cfg) {
   cfg.add_message_type<wire_frame>("bamboo::wire_frame");
 }

@@ -48,4 +48,11 @@ std::optional<schema::frame> open_frame(caf::local_actor* self, const wire_frame
 
 void register_frames(caf::actor_system_config& cfg);
 
+// Sends `m` as an actor of this process where none is at hand (a functor run as
+// an actor ends, a backend without an actor): receivers take messages other
+// than frames only from actors of their own process, and an anonymous one
+// could as well come from a peer.
+void send_from_this_process(caf::actor_system& sys, const caf::actor& dest,
+                            caf::message m);
+
 } // namespace bamboo

@@ -27,10 +27,19 @@ struct gateway_state {
     logger_ = log::get("bamboo.gateway");
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
     self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
+    // Only frames come from other processes; the atoms are this process's own
+    // (a peer that sends one is dropped, and cannot start a timer).
     return {
         [this](const wire_frame& w) { on_frame(w); },
-        [this](tick_atom) { on_tick(); },
+        [this](tick_atom) {
+          if (self_->current_sender() == self_->ctrl())
+            on_tick();
+          else
+            stranger("a tick");
+        },
         [this](attach_atom, int member) {
+          if (!from_this_process(self_))
+            return stranger("an attach");
           auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
           if (!member_alive(member))
             self_->send_exit(proxy, make_loss(failover_cause::connection_lost,
@@ -39,6 +48,8 @@ struct gateway_state {
             proxies_[member].push_back(proxy);
         },
         [this](broadcast_atom, const wire_frame& w) {
+          if (!from_this_process(self_))
+            return stranger("a broadcast");
           for (auto& [p, n] : members_)
             self_->send(caf::actor_cast<caf::actor>(p), w);
         },
@@ -56,34 +67,77 @@ private:
     std::string why;
     auto f = open_frame(self_, w, spec_.frame_limit, "bamboo.gateway", &why);
     if (!f) {
-      if (told_.insert(self_->current_sender()).second)
+      if (remember(told_, self_->current_sender()))
         reply(schema::frame_rejected{why});
       return;
     }
     std::visit([this](const auto& x) { handle(x); }, *f);
   }
 
+  // A dropped message from a peer that may not send it: logged once per sender.
+  void stranger(const char* what) {
+    auto sender = self_->current_sender();
+    if (remember(told_, sender))
+      logger_->warn("dropped {} from {}: only this process sends it", what,
+                    caf::to_string(sender));
+  }
+
+  // Bounded state per unjoined peer: past max_strangers, nothing is remembered
+  // (and nobody more is told), so no peer can make the manager grow.
+  template <class Set>
+  static bool remember(Set& set, const peer& p) {
+    return set.size() < max_strangers && set.insert(p).second;
+  }
+
   void handle(const schema::challenge_request& r) {
-    auto nonce = make_nonce();
-    pending_[self_->current_sender()] = {nonce, r.node};
-    reply(schema::join_challenge{nonce});
+    auto sender = self_->current_sender();
+    if (members_.count(sender)) {
+      reply(schema::join_refused{"already joined as node " +
+                                 std::to_string(members_[sender])});
+      return;
+    }
+    if (r.nonce.size() != nonce_bytes || !sender ||
+        r.identity != caf::to_string(sender->node())) {
+      logger_->warn("refused a join from {}: {}", caf::to_string(sender),
+                    r.nonce.size() != nonce_bytes
+                        ? "no nonce of its own (a worker before version 1.6)"
+                        : "its identity is not the node it sends from (a relay?)");
+      reply(schema::join_refused{r.nonce.size() != nonce_bytes
+                                     ? "the join needs a nonce of " +
+                                           std::to_string(nonce_bytes) + " bytes"
+                                     : "the identity is not the sender's node"});
+      return;
+    }
+    if (pending_.size() >= max_strangers && !pending_.count(sender))
+      pending_.erase(pending_.begin()); // the manager's memory stays bounded
+    handshake h{r.nonce, make_nonce(), r.identity, caf::to_string(self_->node())};
+    reply(schema::join_challenge{h.manager_nonce, prove(spec_.token, proof_role::manager, h),
+                                 h.manager_id});
+    pending_[sender] = std::move(h);
   }
 
   void handle(const schema::join_request& j) {
     auto sender = self_->current_sender();
     auto it = pending_.find(sender);
     if (it == pending_.end()) {
-      logger_->warn("refused a join from {}: no challenge was asked for",
-                    caf::to_string(sender));
-      reply(schema::join_refused{"ask for a challenge first"});
+      if (remember(told_, sender)) {
+        logger_->warn("refused a join from {}: no challenge was asked for",
+                      caf::to_string(sender));
+        reply(schema::join_refused{"ask for a challenge first"});
+      }
       return;
     }
-    const auto nonce = it->second.first;
+    const auto h = std::move(it->second);
     pending_.erase(it);
-    if (!check_proof(spec_.token, nonce, j.proof)) {
+    if (!check_proof(spec_.token, proof_role::worker, h, j.proof)) {
       logger_->warn("refused a join from {}: wrong cluster token",
                     caf::to_string(sender));
       reply(schema::join_refused{"wrong cluster token"});
+      return;
+    }
+    if (members_.count(sender)) { // asked for two challenges, answers both
+      reply(schema::join_refused{"already joined as node " +
+                                 std::to_string(members_[sender])});
       return;
     }
     const int node = next_node_++; // a node that comes back is a new node
@@ -103,7 +157,7 @@ private:
     auto it = members_.find(self_->current_sender());
     if (it == members_.end() || it->second != static_cast<int>(hb.node)) {
       // A fenced (or never joined) sender: it must join again as a new node.
-      if (told_.insert(self_->current_sender()).second) {
+      if (remember(told_, self_->current_sender())) {
         logger_->warn("dropped a heartbeat from fenced node {}", hb.node);
         reply(schema::join_refused{"node " + std::to_string(hb.node) +
                                    " was declared lost: join again as a new node"});
@@ -115,8 +169,8 @@ private:
 
   void handle(const schema::preemption_notice& p) {
     auto it = members_.find(self_->current_sender());
-    if (it == members_.end())
-      return;
+    if (it == members_.end() || it->second != static_cast<int>(p.node))
+      return stranger("a preemption notice");
     logger_->info("node {} has a preemption notice, deadline in {} ms", it->second,
                   p.deadline_ms);
     for (auto& proxy : proxies_[it->second])
@@ -132,8 +186,9 @@ private:
 
   template <class T>
   void handle(const T&) {
-    logger_->warn("dropped a frame of a kind the gateway does not take from {}",
-                  caf::to_string(self_->current_sender()));
+    if (remember(told_, self_->current_sender()))
+      logger_->warn("dropped a frame of a kind the gateway does not take from {}",
+                    caf::to_string(self_->current_sender()));
   }
 
   // A member gone: it left (nullopt), or it was lost and its proxies end with why.
@@ -189,7 +244,8 @@ private:
   caf::event_based_actor* self_;
   gateway_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::map<peer, std::pair<std::vector<std::uint8_t>, std::uint32_t>> pending_;
+  static constexpr std::size_t max_strangers = 1024;
+  std::map<peer, handshake> pending_; // challenges asked for, not yet answered
   std::map<peer, int> members_;
   std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
   std::set<peer> told_;

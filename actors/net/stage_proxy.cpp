@@ -30,8 +30,8 @@ struct proxy_state {
     // The worker's actors end with the manager's: a proxy that stops tells them.
     // When the gateway ended it (the process was declared lost) the process is
     // fenced: if it still runs (it was stopped, say), its state is stale.
-    self_->attach_functor([agent = spec_.agent,
-                           target = spec_.target](const caf::error& e) {
+    self_->attach_functor([agent = spec_.agent, target = spec_.target,
+                           sys = &self_->system()](const caf::error& e) {
       auto is = [&](errc c) {
         return e.category() == error_category && e.code() == static_cast<std::uint8_t>(c);
       };
@@ -42,37 +42,53 @@ struct proxy_state {
         l = schema::leave{"rolling back to a checkpoint (" + describe(e) + ")", true};
       else if (is(errc::plan_changed)) // a re-plan at a step boundary
         l = schema::leave{"a new plan (" + describe(e) + ")", true};
-      caf::anon_send(agent, to_wire(l, target));
+      send_from_this_process(*sys, agent, caf::make_message(to_wire(l, target)));
     });
     return {
         [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
+          if (stranger())
+            return;
           forward(schema::run_step{gen, static_cast<std::uint64_t>(k)});
         },
         [this](progress_atom, std::uint64_t gen) {
+          const bool peer = stranger(); // before the promise takes the sender
           auto rp = self_->make_response_promise<stage_progress>();
+          if (peer)
+            return refused(rp);
           const auto id = ++requests_;
           pending_.emplace(id, rp);
           forward(schema::progress_request{gen, id});
           return rp;
         },
-        [this](const resume_order& o) { forward(to_frame(o)); },
-        [this](const schema::commit& c) { forward(c); },
+        [this](const resume_order& o) {
+          if (!stranger())
+            forward(to_frame(o));
+        },
+        [this](const schema::commit& c) {
+          if (!stranger())
+            forward(c);
+        },
         [this](const shadow_update&) {
           logger_->warn("node {}: an in-process shadow update cannot cross processes",
                         spec_.node);
         },
         [this](shadow_atom, bool present, const caf::actor&) {
-          forward(schema::shadow_link{present});
+          if (!stranger())
+            forward(schema::shadow_link{present});
         },
         [this](resync_atom, std::uint64_t gen, std::int64_t k) {
-          forward(to_event<schema::resync>(gen, k, 0));
+          if (!stranger())
+            forward(to_event<schema::resync>(gen, k, 0));
         },
         [](params_atom) -> caf::result<std::vector<param_blob>> {
           return make_error(errc::stage_failed,
                             "parameters are not collected across processes");
         },
         [this](digest_atom) {
+          const bool peer = stranger(); // before the promise takes the sender
           auto rp = self_->make_response_promise<std::vector<schema::tensor_digest>>();
+          if (peer)
+            return refused(rp);
           const auto id = ++requests_;
           digests_.emplace(id, rp);
           forward(schema::state_request{id});
@@ -83,14 +99,20 @@ struct proxy_state {
                             "replicas are not cloned across processes");
         },
         [this](copy_atom, std::uint64_t gen, std::int64_t k) {
+          const bool peer = stranger(); // before the promise takes the sender
           auto rp = self_->make_response_promise<state_copy>();
+          if (peer)
+            return refused(rp);
           const auto id = ++requests_;
           copies_.emplace(id, rp);
           forward(schema::state_copy{gen, static_cast<std::uint64_t>(k), id});
           return rp;
         },
         [this](checkpoint_atom, const std::string& dir, std::int64_t k) {
+          const bool peer = stranger(); // before the promise takes the sender
           auto rp = self_->make_response_promise<checkpoint_shard>();
+          if (peer)
+            return refused(rp);
           const auto id = ++requests_;
           checkpoints_.emplace(id, rp);
           forward(schema::checkpoint_request{id, static_cast<std::uint64_t>(k), dir});
@@ -102,6 +124,8 @@ struct proxy_state {
         },
         [this](const wire_frame& w) { on_frame(w); },
         [this](notice_atom, std::int64_t deadline_ms) {
+          if (stranger())
+            return;
           if (spec_.target == schema::target::stage)
             tell(self_, manager_, notice_atom::value, spec_.node, deadline_ms);
         },
@@ -109,6 +133,24 @@ struct proxy_state {
   }
 
 private:
+  // Only frames come from the worker; every other message from this process
+  // (the manager, the gateway). A peer's is dropped, logged once.
+  bool stranger() {
+    if (from_this_process(self_))
+      return false;
+    if (!told_stranger_) {
+      told_stranger_ = true;
+      logger_->warn("node {}: dropped a message from {}, not an actor of this process",
+                    spec_.node, caf::to_string(self_->current_sender()));
+    }
+    return true;
+  }
+  template <class Promise>
+  Promise refused(Promise& rp) {
+    rp.deliver(make_error(errc::stage_failed, "not from this process"));
+    return rp;
+  }
+
   template <class T>
   void forward(const T& body) {
     tell(self_, spec_.agent, to_wire(body, spec_.target));
@@ -192,7 +234,7 @@ private:
   caf::actor manager_;
   std::shared_ptr<spdlog::logger> logger_;
   std::uint64_t requests_ = 0;
-  bool told_ = false;
+  bool told_ = false, told_stranger_ = false;
   std::map<std::uint64_t, caf::typed_response_promise<stage_progress>> pending_;
   std::map<std::uint64_t, caf::typed_response_promise<std::vector<schema::tensor_digest>>>
       digests_;

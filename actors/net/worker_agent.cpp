@@ -35,6 +35,12 @@ struct agent_state {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.worker");
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    // Told to go (the process stops): the node's actors and the detector go too,
+    // or the actor system would wait for them forever.
+    self_->set_exit_handler([this](caf::exit_msg& m) {
+      if (from_this_process(self_) || !m.source || m.source.node() == self_->node())
+        finish(std::move(m.reason));
+    });
     self_->monitor(spec_.gateway);
     ask_to_join();
     return {
@@ -47,12 +53,18 @@ struct agent_state {
           hb.node = member();
           send_gateway(hb);
         },
-        [this](tick_atom) { check_manager(); },
+        [this](tick_atom) {
+          if (self_->current_sender() == self_->ctrl())
+            check_manager();
+        },
         [this](join_timeout_atom, int attempt) {
-          if (member_ < 0 && attempt == attempts_)
+          if (self_->current_sender() == self_->ctrl() && member_ < 0 &&
+              attempt == attempts_)
             finish(make_error(errc::node_lost, "no answer from the manager to a join"));
         },
         [this](notice_atom, std::int64_t deadline_ms) {
+          if (!from_this_process(self_))
+            return stranger();
           logger_->info("node {}: preemption notice, {} ms left", member_, deadline_ms);
           send_gateway(schema::preemption_notice{member(), deadline_ms});
           if (!group_)
@@ -82,7 +94,10 @@ private:
 
   void ask_to_join() {
     member_ = -1;
-    send_gateway(schema::challenge_request{});
+    handshake_ = handshake{make_nonce(), {}, caf::to_string(self_->node()),
+                           caf::to_string(spec_.gateway->node())};
+    send_gateway(schema::challenge_request{0xffffffffu, handshake_.worker_nonce,
+                                           handshake_.worker_id});
     self_->delayed_send(self_, default_join_timeout, join_timeout_atom::value,
                         ++attempts_);
   }
@@ -115,16 +130,42 @@ private:
     self_->delayed_send(self_, spec_.heartbeat_period, tick_atom::value);
   }
 
+  // The manager proves the token over both nonces and both identities before
+  // this worker proves it: a relay or an impostor learns nothing.
   void handle(const schema::join_challenge& c) {
+    if (member_ >= 0 || !from_gateway() || !handshake_.manager_nonce.empty())
+      return;
+    handshake_.manager_nonce = c.nonce;
+    if (c.identity != handshake_.manager_id ||
+        !check_proof(spec_.token, proof_role::manager, handshake_, c.proof)) {
+      const std::string why =
+          c.identity != handshake_.manager_id
+              ? "the manager's identity is not the node it answers from (a relay?)"
+              : "the manager could not prove the cluster token";
+      logger_->error("refused the manager: {}", why);
+      finish(make_error(errc::invalid_config, "refused the manager: " + why));
+      return;
+    }
     schema::join_request req;
     req.zone = spec_.zone;
     req.version = "0.1.0";
-    req.proof = prove_token(spec_.token, c.nonce);
+    req.proof = prove(spec_.token, proof_role::worker, handshake_);
     send_gateway(req);
   }
 
+  bool from_gateway() const {
+    return self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(spec_.gateway);
+  }
+
+  void stranger() {
+    if (told_.size() < 1024 && told_.insert(self_->current_sender()).second)
+      logger_->warn("node {}: dropped a message from {}: not the manager's, nor this "
+                    "process's",
+                    member_, caf::to_string(self_->current_sender()));
+  }
+
   void handle(const schema::join_accept& a) {
-    if (member_ >= 0)
+    if (member_ >= 0 || !from_gateway())
       return;
     member_ = static_cast<int>(a.node);
     store_port_ = a.store_port;
@@ -168,6 +209,11 @@ private:
   }
 
   void on_frame(const wire_frame& w) {
+    // Frames only from the manager this worker joined (its gateway and the
+    // actors of the manager's process that stand for this node's actors).
+    const auto& sender = self_->current_sender();
+    if (!sender || sender->node() != spec_.gateway->node())
+      return stranger();
     std::string why;
     auto f = open_targeted(self_, w, spec_.frame_limit, "bamboo.worker", &why);
     if (!f) { // the sender is told, once, so two peers never bounce rejections
@@ -230,7 +276,8 @@ private:
     }
     learn_proxy();
     registry_ =
-        std::make_shared<transport_registry>(cfg->stages, spec_.store_host, store_port_);
+        std::make_shared<transport_registry>(cfg->stages, spec_.store_host, store_port_,
+                                             spec_.advertise);
     cfg_ = *cfg;
     corpus_ = corpus;
     parts_ = partition(layer_costs(cfg->model), cfg->stages);
@@ -294,7 +341,14 @@ private:
   void handle(const schema::run_step& r) {
     to_local(run_step_atom::value, r.generation, static_cast<std::int64_t>(r.step));
   }
-  void handle(const schema::commit& c) { to_local(c); }
+  void handle(const schema::commit& c) {
+    if (!(c.clip_coef >= 0.0 && c.clip_coef <= 1.0)) { // NaN fails too
+      logger_->warn("node {}: dropped a commit with clip coefficient {} (not in [0, 1])",
+                    member_, c.clip_coef);
+      return;
+    }
+    to_local(c);
+  }
   void handle(const schema::shadow_link& l) {
     // The owner only needs to know that a replica exists: it sends the
     // gradients through the transport, to the rank before its own.
@@ -439,6 +493,8 @@ private:
     finish({});
   }
   void handle(const schema::join_refused& r) {
+    if (!from_gateway())
+      return;
     if (member_ < 0) { // the join itself: a wrong token
       finish(make_error(errc::invalid_config, "refused: " + r.reason));
       return;
@@ -501,6 +557,7 @@ private:
   worker_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
   int member_ = -1; // the gateway's number of this process, once joined
+  handshake handshake_; // of the join under way
   int joins_ = 0, attempts_ = 0;
   std::chrono::milliseconds manager_timeout_{0}; // 0: the manager is not watched
   std::chrono::steady_clock::time_point manager_seen_, last_tick_;

@@ -26,6 +26,7 @@ struct worker_spec {
   std::string token;  // proven by challenge-response, never sent
   std::string zone = "default";
   std::string store_host = "127.0.0.1"; // the manager's host
+  std::string advertise = "127.0.0.1";  // where this node's tensor transport listens
   std::size_t frame_limit = schema::default_frame_limit;
   // The heartbeat period until the manager sets one in its join acceptance.
   std::chrono::milliseconds heartbeat_period = default_heartbeat_period;

@@ -1,5 +1,11 @@
 #include "examples/cluster/process.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <iostream>
 
 #include "actors/net/auth.hpp"
@@ -20,6 +26,33 @@ void install_stop_handlers() {
 
 int stop_signal() {
   return received;
+}
+
+std::optional<std::string> local_address_towards(const std::string& host,
+                                                 std::string& why) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), "9", &hints, &found); rc != 0) {
+    why = gai_strerror(rc);
+    return std::nullopt;
+  }
+  std::optional<std::string> out;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  char text[INET_ADDRSTRLEN] = {};
+  if (fd < 0 || connect(fd, found->ai_addr, found->ai_addrlen) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+      !inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)))
+    why = std::strerror(errno);
+  else
+    out = text;
+  if (fd >= 0)
+    close(fd);
+  freeaddrinfo(found);
+  return out;
 }
 
 std::optional<std::string> token_or_complain(const char* program,

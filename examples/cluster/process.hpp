@@ -16,6 +16,11 @@ namespace bamboo::process {
 void install_stop_handlers();
 int stop_signal(); // 0 while none arrived
 
+// This host's address on the route to `host` (numeric, as the kernel would pick
+// it: a UDP socket "connected" there sends nothing); nullopt and `why` otherwise.
+std::optional<std::string> local_address_towards(const std::string& host,
+                                                 std::string& why);
+
 // The cluster token, or nullopt after printing "<program>: error: ...".
 std::optional<std::string> token_or_complain(const char* program,
                                              const std::string& file);

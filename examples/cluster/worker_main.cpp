@@ -28,13 +28,16 @@ using namespace bamboo;
 
 int main(int argc, char** argv) {
   CLI::App app{"bamboo-worker: a node of a bamboo cluster"};
-  std::string manager_addr, token_file, zone = "default", log_level = "info";
+  std::string manager_addr, token_file, zone = "default", log_level = "info", advertise;
   int heartbeat_ms = static_cast<int>(default_heartbeat_period.count());
   int deadline_ms = 30000;
   std::size_t frame_limit = schema::default_frame_limit;
   app.add_option("--manager", manager_addr, "the manager's host:port")->required();
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
   app.add_option("--zone", zone, "failure domain of this node");
+  app.add_option("--advertise", advertise,
+                 "the address peers reach this node's tensor transport at (default: the "
+                 "address this host reaches the manager from)");
   app.add_option("--heartbeat-ms", heartbeat_ms,
                  "heartbeat period, when the manager does not set one")
       ->check(CLI::PositiveNumber);
@@ -78,6 +81,18 @@ int main(int argc, char** argv) {
   ws.token = *token;
   ws.zone = zone;
   ws.store_host = host;
+  if (advertise.empty()) {
+    std::string why;
+    auto local = process::local_address_towards(host, why);
+    if (!local) {
+      std::cerr << "bamboo-worker: error: no address of this host reaches the manager at "
+                << host << " (" << why << "): pass --advertise\n";
+      return 1;
+    }
+    advertise = *local;
+  }
+  ws.advertise = advertise;
+  logger->info("tensor transport on {}", advertise);
   ws.frame_limit = frame_limit;
   ws.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);
   ws.on_joined = [](int node, bool again) {
@@ -106,8 +121,16 @@ int main(int argc, char** argv) {
       const bool refused =
           ended->category() == error_category &&
           ended->code() == static_cast<std::uint8_t>(errc::invalid_config);
-      status::say(std::string("bamboo-worker: ") + (refused ? "" : "error: ") +
-                  (refused ? why.substr(why.find("refused")) : why));
+      // A refused join says "refused..."; a configuration this worker cannot
+      // take (a data file that only the manager's host has) is an error of
+      // usage too: exit 2, with the reason.
+      const auto at = why.find("refused");
+      const auto colon = why.find(": ");
+      status::say("bamboo-worker: " +
+                  (refused && at != std::string::npos ? why.substr(at)
+                   : refused && colon != std::string::npos
+                       ? "error: " + why.substr(colon + 2)
+                       : "error: " + why));
       return refused ? 2 : 1;
     }
     const int sig = process::stop_signal();
@@ -119,6 +142,9 @@ int main(int argc, char** argv) {
     } else if (sig == SIGINT ||
                (noticed && std::chrono::steady_clock::now() >= deadline)) {
       logger->info("leaving on {}", sig == SIGINT ? "SIGINT" : "the preemption deadline");
+      // The actor system ends only when its actors have: the agent goes first.
+      self->send_exit(agent, caf::exit_reason::user_shutdown);
+      self->wait_for(agent);
       return 0;
     }
   }

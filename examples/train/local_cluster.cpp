@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,14 +28,44 @@ extern "C" void on_interrupt(int sig) {
   interrupted = sig;
 }
 
-// A fresh token for this cluster only, handed to the children in their environment.
-std::string make_token() {
-  std::random_device rd;
-  std::string t;
-  for (int i = 0; i < 32; ++i)
-    t += "0123456789abcdef"[rd() % 16];
-  return t;
-}
+// A fresh token for this cluster only, handed to the children in a file that
+// only this user can read (never in their environment, which others may see
+// through /proc on some systems and which every grandchild inherits).
+class token_file {
+public:
+  token_file() {
+    dir_ = (std::filesystem::temp_directory_path() / "bamboo-token-XXXXXX").string();
+    if (!mkdtemp(dir_.data())) { // mode 0700
+      dir_.clear();
+      return;
+    }
+    path_ = dir_ + "/token";
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      path_.clear();
+      return;
+    }
+    std::random_device rd;
+    std::string t;
+    for (int i = 0; i < 32; ++i)
+      t += "0123456789abcdef"[rd() % 16];
+    t += "\n";
+    if (::write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size()))
+      path_.clear();
+    ::close(fd);
+  }
+  ~token_file() {
+    if (!dir_.empty())
+      std::filesystem::remove_all(dir_);
+  }
+  token_file(const token_file&) = delete;
+  token_file& operator=(const token_file&) = delete;
+  // Empty when it could not be written.
+  const std::string& path() const { return path_; }
+
+private:
+  std::string dir_, path_;
+};
 
 // Whole lines from a descriptor, as they come.
 class line_reader {
@@ -149,8 +180,12 @@ int run_local_cluster(const local_cluster_options& lo) {
     std::perror("bamboo-train: pipe");
     return 1;
   }
+  token_file token;
+  if (token.path().empty()) {
+    std::perror("bamboo-train: cannot write the cluster's token file");
+    return 1;
+  }
   const std::vector<std::pair<std::string, std::string>> env{
-      {"BAMBOO_TOKEN", make_token()},
       {status::fd_variable, std::to_string(events.write)}};
   auto start = [&](std::vector<std::string> args) {
     proc::child_options o;
@@ -173,7 +208,8 @@ int run_local_cluster(const local_cluster_options& lo) {
   std::vector<bool> joined(lo.joins.size(), false);
   int code = -1; // the manager's exit status; -1 while it runs
   for (int attempt = 0;; ++attempt) {
-    std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0"};
+    std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0",
+                                   "--token-file", token.path()};
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
     if (attempt > 0 && !lo.resume && has_complete_checkpoint(lo.checkpoint_dir))
       margs.emplace_back("--resume");
@@ -189,7 +225,7 @@ int run_local_cluster(const local_cluster_options& lo) {
     auto start_worker = [&] {
       workers.push_back(
           start({dir + "/bamboo-worker", "--manager", "127.0.0.1:" + std::to_string(port),
-                 "--log-level", lo.log_level}));
+                 "--token-file", token.path(), "--log-level", lo.log_level}));
       return workers.back().get();
     };
     // The trace's instances: slot -> its worker; kills due after a notice.

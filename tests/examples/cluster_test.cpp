@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,11 +32,11 @@ struct cluster {
       : manager(dir, "manager",
                 {BAMBOO_MANAGER_BIN, "--heartbeat-ms", std::to_string(heartbeat_ms),
                  "--heartbeat-misses", std::to_string(misses)},
-                "s3cret") {
+                "a-test-cluster-token-0123456789") {
     port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))");
     REQUIRE_FALSE(port.empty());
   }
-  child worker(const std::string& name, const std::string& token = "s3cret") {
+  child worker(const std::string& name, const std::string& token = "a-test-cluster-token-0123456789") {
     return child(
         dir, name,
         {BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port, "--heartbeat-ms", "100"},
@@ -62,15 +63,53 @@ TEST_CASE(
   CHECK(w.wait_exit() == 128 + SIGKILL);
 }
 
-TEST_CASE("a join with the wrong token is refused on both sides", "[examples]") {
+TEST_CASE("a join with the wrong token is refused: the worker finds the manager's proof "
+          "wrong and never proves a token itself",
+          "[examples]") {
   no_leftovers guard;
   cluster c;
-  auto w = c.worker("wrong", "not-the-token");
+  auto w = c.worker("wrong", "not-the-cluster-token-at-all");
   CHECK(w.wait_exit() == 2);
-  CHECK(w.log().find("refused: wrong cluster token") != std::string::npos);
-  CHECK_FALSE(
-      c.manager.wait_for(R"(refused a join from .*: wrong cluster token)").empty());
+  CHECK(w.log().find("bamboo-worker: refused the manager: the manager could not prove "
+                     "the cluster token") != std::string::npos);
   CHECK(c.manager.log().find("joined") == std::string::npos);
+}
+
+TEST_CASE("a token file that group or others can read, and a token shorter than 16 "
+          "bytes, are refused with one line, and a CRLF line end is not part of the token",
+          "[examples]") {
+  no_leftovers guard;
+  cluster c;
+  const std::string token = "a-test-cluster-token-0123456789";
+  auto write = [&](const std::string& name, const std::string& text, mode_t mode) {
+    const auto path = c.dir.file(name);
+    std::ofstream(path) << text;
+    chmod(path.c_str(), mode);
+    return path;
+  };
+  auto worker = [&](const std::string& name, std::vector<std::string> extra,
+                    const std::string& env_token) {
+    std::vector<std::string> args{BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + c.port,
+                                  "--heartbeat-ms", "100"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return child(c.dir, name, args, env_token);
+  };
+  const auto open = write("open_token", token + "\n", 0644);
+  auto w1 = worker("open", {"--token-file", open}, "");
+  CHECK(w1.wait_exit() == 2);
+  CHECK(w1.log() == "bamboo-worker: error: token file '" + open +
+                        "' has mode 644: group and others must not have access (chmod "
+                        "600 " +
+                        open + ")\n");
+  auto w2 = worker("short", {}, "short-token");
+  CHECK(w2.wait_exit() == 2);
+  CHECK(w2.log() ==
+        "bamboo-worker: error: the cluster token has 11 bytes: at least 16 are needed\n");
+  const auto crlf = write("crlf_token", token + "\r\n", 0600);
+  auto w3 = worker("crlf", {"--token-file", crlf}, "");
+  CHECK(w3.wait_for(R"(joined as node (\d+))") == "0");
+  w3.signal(SIGINT);
+  CHECK(w3.wait_exit() == 0);
 }
 
 TEST_CASE("a stopped worker is declared lost within period x misses + a tick + 1 s, "

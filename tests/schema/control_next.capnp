@@ -1,5 +1,5 @@
 @0x91bfb32c5e71465f;
-# TEST ONLY: control.capnp as a future minor version (1.6) would write it, to
+# TEST ONLY: control.capnp as a future minor version (1.7) would write it, to
 # check that readers of either version understand each other.
 # bamboo control frames. Fields are only ever added, never renumbered or removed;
 # a reader of minor version n reads frames of any minor version of the same major.
@@ -7,17 +7,17 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 6;
+const minorVersion :UInt16 = 7;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
-  load @4 :Float32;      # added in 1.6
+  load @4 :Float32;      # added in 1.7
 }
 
-struct DrainNotice {     # added in 1.6
+struct DrainNotice {     # added in 1.7
   node @0 :UInt32;
 }
 
@@ -30,7 +30,8 @@ struct JoinRequest {
   node @0 :UInt32;
   zone @1 :Text;
   version @2 :Text;
-  proof @3 :Data;   # HMAC of the manager's challenge with the cluster token
+  proof @3 :Data;   # 1.6: HMAC-SHA256(token, "bamboo-worker", both nonces and
+                    # both identities); before 1.6 of the manager's nonce alone
 }
 
 struct StageAssignment {
@@ -71,22 +72,29 @@ struct Commit {
   clipCoef @2 :Float64;
 }
 
-# Joining (1.1): the manager answers a challenge request with a nonce; the
-# join request proves the cluster token as HMAC-SHA256(token, nonce).
+# Joining (1.1, mutual since 1.6): the worker sends a nonce and its identity,
+# the manager answers with its own nonce, its identity and a proof of the token
+# over both; the join request proves the token over the same. An identity is the
+# CAF node id that the other side sees the sender as, so a relay fails.
 struct ChallengeRequest {
   node @0 :UInt32;   # the id the worker asks for (its --node), or 0xffffffff
+  nonce @1 :Data;    # 1.6: 32 fresh random bytes
+  identity @2 :Text; # 1.6: the worker's CAF node id
 }
 
 struct JoinChallenge {
   nonce @0 :Data;
+  proof @1 :Data;    # 1.6: HMAC-SHA256(token, "bamboo-manager", ...)
+  identity @2 :Text; # 1.6: the manager's CAF node id
 }
 
 struct JoinAccept {
   node @0 :UInt32;
   generation @1 :UInt64;
   storePort @2 :UInt16;   # the rendezvous store of the tensor transport
-  heartbeatMs @3 :UInt32;
-  heartbeatMisses @4 :UInt32; # 1.2: the period the manager expects heartbeats at
+  heartbeatMs @3 :UInt32; # 1.2: the period the manager expects heartbeats at
+  heartbeatMisses @4 :UInt32; # 1.5: the manager heartbeats too; this many
+                              # periods without one and it is lost (0: none)
 }
 
 struct JoinRefused {
@@ -135,13 +143,13 @@ struct Assign {
   shadowStage @2 :Int32;   # -1: no replica on this node
   generation @3 :UInt64;
   config @4 :TrainConfig;
-  resume @5 :Text;
+  resume @5 :Text;         # 1.5: the checkpoint (a step directory) to start from
 }
 
 # The manager-side actor of the node's replica introduces itself.
 struct Attach {
-  role @0 :Text;
-  generation @1 :UInt64;           # "shadow"
+  role @0 :Text;           # "shadow"
+  generation @1 :UInt64;   # 1.5: of the plan it belongs to
 }
 
 struct RunStep {
@@ -203,13 +211,15 @@ struct GenerationEnd {
 
 struct Leave {
   reason @0 :Text;
-  stay @1 :Bool;
+  stay @1 :Bool;           # 1.5: keep the membership, wait for a new assignment
 }
 
+# 1.3: a digest of each named tensor of a stage's state (parameters, both AdamW
+# moments, the step counter), to compare runs bit for bit across processes.
 struct TensorDigest {
   name @0 :Text;
-  count @1 :UInt64;
-  digest @2 :UInt64;
+  count @1 :UInt64;    # elements
+  digest @2 :UInt64;   # FNV-1a 64 of the float32 bytes
 }
 
 struct StateRequest {
@@ -221,19 +231,25 @@ struct StateReport {
   tensors @1 :List(TensorDigest);
 }
 
+# 1.4: re-homing across processes. To an owner: send your exact state to the
+# transport rank before yours; to a new replica (target 3 + its stage): be
+# created, receive that state and load it. Both answer with StateCopied.
 struct StateCopy {
   generation @0 :UInt64;
-  step @1 :UInt64;
+  step @1 :UInt64;     # the boundary: the state after step-1 committed
   request @2 :UInt64;
 }
 
 struct StateCopied {
   request @0 :UInt64;
-  digest @1 :UInt64;
+  digest @1 :UInt64;   # FNV-1a 64 (8-byte words) of the flat state, as sent or loaded
   bytes @2 :UInt64;
-  error @3 :Text;
+  error @3 :Text;      # empty when the state was copied
 }
 
+# 1.5: checkpoints across processes. To an owner: write your state as of the
+# boundary before `step` into `dir` (a step directory every node can reach);
+# it answers with the file's name and digest, which go into the manifest.
 struct CheckpointRequest {
   request @0 :UInt64;
   step @1 :UInt64;
@@ -242,11 +258,11 @@ struct CheckpointRequest {
 
 struct CheckpointWritten {
   request @0 :UInt64;
-  file @1 :Text;
+  file @1 :Text;       # its name inside the step directory
   sha256 @2 :Text;
   bytes @3 :UInt64;
   tensors @4 :UInt64;
-  error @5 :Text;
+  error @5 :Text;      # empty when written
 }
 
 struct Frame {
@@ -278,13 +294,14 @@ struct Frame {
     leave @24 :Leave;
     syncLost @25 :StageDone;   # a shadow did not get the owner's gradients
     resync @26 :StageDone;     # the owner sends them again
-    stateRequest @28 :StateRequest;
-    stateReport @29 :StateReport;
-    stateCopy @30 :StateCopy;
-    stateCopied @31 :StateCopied;
-    checkpointRequest @32 :CheckpointRequest;
-    checkpointWritten @33 :CheckpointWritten;
-    drain @34 :DrainNotice;  # added in 1.6
+    stateRequest @28 :StateRequest;   # 1.3
+    stateReport @29 :StateReport;     # 1.3
+    stateCopy @30 :StateCopy;         # 1.4
+    stateCopied @31 :StateCopied;     # 1.4
+    checkpointRequest @32 :CheckpointRequest;   # 1.5
+    checkpointWritten @33 :CheckpointWritten;   # 1.5
+    drain @34 :DrainNotice;  # added in 1.7
   }
-  target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage, 2 shadow)
+  target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
+                        # 2 shadow; 1.4: 3 + s, a replica of stage s added later)
 }

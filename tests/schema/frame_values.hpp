@@ -42,10 +42,10 @@ inline auto fields(const commit& x) {
   return std::tie(x.generation, x.step, x.clip_coef);
 }
 inline auto fields(const challenge_request& x) {
-  return std::tie(x.node);
+  return std::tie(x.node, x.nonce, x.identity);
 }
 inline auto fields(const join_challenge& x) {
-  return std::tie(x.nonce);
+  return std::tie(x.nonce, x.proof, x.identity);
 }
 inline auto fields(const join_accept& x) {
   return std::tie(x.node, x.generation, x.store_port, x.heartbeat_ms, x.heartbeat_misses);
@@ -184,8 +184,8 @@ inline std::vector<frame> every_kind() {
       p,
       rep,
       commit{12, 17, 0.75},
-      challenge_request{13},
-      join_challenge{{9, 8, 7, 6}},
+      challenge_request{13, {1, 2, 3}, "worker-node"},
+      join_challenge{{9, 8, 7, 6}, {5, 4}, "manager-node"},
       join_accept{14, 15, 29500, 40, 3},
       join_refused{"wrong cluster token"},
       frame_rejected{"malformed: short"},

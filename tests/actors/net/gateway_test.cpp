@@ -32,6 +32,7 @@ struct joined_member {
   std::unique_ptr<caf::scoped_actor> worker, listener;
   caf::actor gateway;
   heartbeat_policy policy{100ms, 3};
+  std::string token = "a cluster token of 32 bytes here";
 
   joined_member() {
     configure(cfg);
@@ -40,7 +41,7 @@ struct joined_member {
     worker = std::make_unique<caf::scoped_actor>(*sys);
     listener = std::make_unique<caf::scoped_actor>(*sys);
     gateway_spec gs;
-    gs.token = "s3cret";
+    gs.token = token;
     gs.heartbeats = policy;
     gs.listener = caf::actor(*listener);
     gateway = spawn_gateway(*sys, gs);
@@ -79,11 +80,14 @@ struct joined_member {
   int manager_beats = 0;
   // Joins as the cluster token's holder; returns the member number.
   int join() {
-    send(schema::challenge_request{});
+    handshake h{make_nonce(), {}, caf::to_string(sys->node()), caf::to_string(sys->node())};
+    send(schema::challenge_request{0xffffffffu, h.worker_nonce, h.worker_id});
     auto c = next();
     REQUIRE(c);
-    const auto& nonce = std::get<schema::join_challenge>(*c).nonce;
-    send(schema::join_request{0, "zone-a", "0.1.0", prove_token("s3cret", nonce)});
+    const auto& challenge = std::get<schema::join_challenge>(*c);
+    h.manager_nonce = challenge.nonce;
+    REQUIRE(check_proof(token, proof_role::manager, h, challenge.proof));
+    send(schema::join_request{0, "zone-a", "0.1.0", prove(token, proof_role::worker, h)});
     auto a = next();
     REQUIRE(a);
     REQUIRE(std::holds_alternative<schema::join_accept>(*a));
@@ -126,7 +130,7 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   capnp::MallocMessageBuilder newer;
   auto r2 = newer.initRoot<wire_next::Frame>();
   r2.setMajor(1);
-  r2.setMinor(6);
+  r2.setMinor(7);
   r2.initBody().initDrain().setNode(2);
   m.send_bytes(bytes_of(newer));
   // A consistent segment table whose root pointer points far outside its segment.
@@ -177,4 +181,76 @@ TEST_CASE("the gateway heartbeats to every member at the heartbeat period, and s
   CHECK(m.manager_beats <= 11);
   CHECK(m.accept.heartbeat_ms == m.policy.period.count());
   CHECK(m.accept.heartbeat_misses == static_cast<std::uint32_t>(m.policy.misses));
+}
+
+TEST_CASE("the gateway refuses a second join of a member and a join that claims another "
+          "node's identity, and ignores broadcasts and ticks from outside its process",
+          "[actors][net]") {
+  joined_member m;
+  const int member = m.join();
+  auto beat = [&] {
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+  };
+  // The same process asks again: no second node slot.
+  m.send(schema::challenge_request{0xffffffffu, make_nonce(), caf::to_string(m.sys->node())});
+  auto again = m.next();
+  REQUIRE(again);
+  REQUIRE(std::holds_alternative<schema::join_refused>(*again));
+  CHECK(std::get<schema::join_refused>(*again).reason == "already joined as node 0");
+
+  // A relay presents the handshake of the node behind it: refused at once.
+  caf::scoped_actor relay{*m.sys};
+  relay->send(m.gateway,
+              to_wire(schema::challenge_request{0xffffffffu, make_nonce(), "another node"}));
+  std::optional<schema::frame> refused;
+  relay->receive(
+      [&](const wire_frame& w) {
+        auto d = schema::decode(w.bytes);
+        REQUIRE(d);
+        refused = d.value;
+      },
+      caf::after(2s) >> [] {});
+  REQUIRE(refused);
+  REQUIRE(std::holds_alternative<schema::join_refused>(*refused));
+  CHECK(std::get<schema::join_refused>(*refused).reason ==
+        "the identity is not the sender's node");
+
+  // A peer that answers a proper challenge without the token.
+  caf::scoped_actor guesser{*m.sys};
+  handshake h{make_nonce(), {}, caf::to_string(m.sys->node()), caf::to_string(m.sys->node())};
+  guesser->send(m.gateway,
+                to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce, h.worker_id}));
+  std::vector<schema::frame> answers;
+  auto answer = [&] {
+    guesser->receive(
+        [&](const wire_frame& w) {
+          auto d = schema::decode(w.bytes);
+          REQUIRE(d);
+          answers.push_back(d.value);
+        },
+        caf::after(2s) >> [] {});
+  };
+  answer();
+  REQUIRE(answers.size() == 1);
+  h.manager_nonce = std::get<schema::join_challenge>(answers[0]).nonce;
+  guesser->send(m.gateway, to_wire(schema::join_request{
+                               0, "zone-a", "0.1.0",
+                               prove("a guess of the cluster token", proof_role::worker, h)}));
+  answer();
+  REQUIRE(answers.size() == 2);
+  REQUIRE(std::holds_alternative<schema::join_refused>(answers[1]));
+  CHECK(std::get<schema::join_refused>(answers[1]).reason == "wrong cluster token");
+
+  // Anonymous messages could be any peer's: a broadcast "leave" reaches nobody,
+  // and 100,000 ticks start no timer (the manager's heartbeats keep their period).
+  caf::anon_send(m.gateway, broadcast_atom::value, to_wire(schema::leave{"go away"}));
+  for (int i = 0; i < 100000; ++i)
+    caf::anon_send(m.gateway, tick_atom::value);
+  m.manager_beats = 0;
+  for (int i = 0; i < 20; ++i) {
+    beat();
+    CHECK_FALSE(m.next(m.policy.period / 2)); // no leave, only heartbeats
+  }
+  CHECK(m.manager_beats <= 12);
+  CHECK_FALSE(m.lost_within(10ms));
 }

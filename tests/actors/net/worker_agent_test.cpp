@@ -56,6 +56,11 @@ struct agent_fixture {
   void send(std::vector<std::uint8_t> bytes) {
     (*manager)->send(agent, wire_frame{std::move(bytes)});
   }
+  // The handshake a real manager of this process would answer `r` with.
+  handshake handshake_for(const schema::challenge_request& r) const {
+    return {r.nonce, std::vector<std::uint8_t>(nonce_bytes, 7), r.identity,
+            caf::to_string(sys->node())};
+  }
 };
 
 } // namespace
@@ -66,6 +71,9 @@ TEST_CASE("a worker agent rejects random, truncated and oversized frames and goe
   auto first = f.next();
   REQUIRE(first);
   REQUIRE(std::holds_alternative<schema::challenge_request>(*first));
+  const auto& request = std::get<schema::challenge_request>(*first);
+  CHECK(request.nonce.size() == nonce_bytes);
+  CHECK(request.identity == caf::to_string(f.sys->node()));
 
   std::mt19937 gen(5);
   auto random_bytes = [&](std::size_t n) {
@@ -74,8 +82,10 @@ TEST_CASE("a worker agent rejects random, truncated and oversized frames and goe
       b = static_cast<std::uint8_t>(gen());
     return v;
   };
-  const std::vector<std::uint8_t> nonce(32, 7);
-  auto good = schema::encode(schema::join_challenge{nonce});
+  const auto h = f.handshake_for(request);
+  auto good = schema::encode(
+      schema::join_challenge{h.manager_nonce, prove("s3cret", proof_role::manager, h),
+                             h.manager_id});
   auto truncated = good;
   truncated.resize(good.size() - 8);
   f.send(random_bytes(0));
@@ -93,7 +103,46 @@ TEST_CASE("a worker agent rejects random, truncated and oversized frames and goe
   auto join = f.next();
   REQUIRE(join);
   REQUIRE(std::holds_alternative<schema::join_request>(*join));
-  CHECK(check_proof("s3cret", nonce, std::get<schema::join_request>(*join).proof));
+  CHECK(check_proof("s3cret", proof_role::worker, h,
+                    std::get<schema::join_request>(*join).proof));
+}
+
+TEST_CASE("a worker agent refuses a manager that cannot prove the token, or that "
+          "relays another node's handshake, before proving the token itself",
+          "[actors][net]") {
+  for (int variant = 0; variant < 3; ++variant) {
+    agent_fixture f;
+    auto first = f.next();
+    REQUIRE(first);
+    auto h = f.handshake_for(std::get<schema::challenge_request>(*first));
+    std::string token = "s3cret";
+    std::string why = "refused the manager: the manager could not prove the cluster token";
+    if (variant == 0) {
+      token = "not the token";
+    } else if (variant == 1) { // a proof made for another worker's handshake
+      h.worker_id = "another node";
+    } else { // the real manager's answer, relayed by another node
+      h.manager_id = "the real manager's node";
+      why = "refused the manager: the manager's identity is not the node it answers "
+            "from (a relay?)";
+    }
+    (*f.manager)->monitor(f.agent);
+    (*f.manager)->send(f.agent, to_wire(schema::join_challenge{
+                                    h.manager_nonce, prove(token, proof_role::manager, h),
+                                    h.manager_id}));
+    caf::error reason;
+    bool proved = false;
+    (*f.manager)
+        ->receive_while([&] { return !reason; })(
+            [&](caf::down_msg& dm) { reason = dm.reason; },
+            [&](const wire_frame& w) {
+              auto d = schema::decode(w.bytes);
+              proved = proved || (d && std::holds_alternative<schema::join_request>(d.value));
+            },
+            caf::after(std::chrono::seconds(5)) >> [&] { reason = caf::sec::request_timeout; });
+    CHECK_FALSE(proved);
+    CHECK(describe(reason) == "invalid_config: " + why);
+  }
 }
 
 TEST_CASE("a worker agent whose join is refused ends with the reason", "[actors][net]") {
