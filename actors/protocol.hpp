@@ -73,6 +73,9 @@ using joined_atom = caf::atom_constant<caf::atom("joined")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
 // (standby_atom, count): to the manager, the live members outside its plan.
 using standby_atom = caf::atom_constant<caf::atom("standby")>;
+// (store_atom, wire_frame store_request) to a worker's agent -> wire_frame
+// store_reply: the rendezvous store's operations, sent on to the manager.
+using store_atom = caf::atom_constant<caf::atom("store")>;
 
 // --- message types ---------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <kj/exception.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include "control.capnp.h"
 
@@ -175,6 +176,25 @@ struct writer {
     r.setSha256(x.sha256);
     r.setBytes(x.bytes);
     r.setTensors(x.tensors);
+    r.setError(x.error);
+  }
+  void operator()(const store_request& x) {
+    auto r = b.initStoreRequest();
+    r.setRequest(x.request);
+    r.setOp(static_cast<std::uint8_t>(x.op));
+    auto keys = r.initKeys(static_cast<unsigned>(x.keys.size()));
+    for (unsigned i = 0; i < x.keys.size(); ++i)
+      keys.set(i, x.keys[i]);
+    r.setValue(bytes_of(x.value));
+    r.setExpected(bytes_of(x.expected));
+    r.setDelta(x.delta);
+    r.setTimeoutMs(x.timeout_ms);
+  }
+  void operator()(const store_reply& x) {
+    auto r = b.initStoreReply();
+    r.setRequest(x.request);
+    r.setValue(bytes_of(x.value));
+    r.setNumber(x.number);
     r.setError(x.error);
   }
   void operator()(const state_copied& x) {
@@ -418,6 +438,27 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     return checkpoint_written{r.getRequest(), r.getFile().cStr(), r.getSha256().cStr(),
                               r.getBytes(),   r.getTensors(),     r.getError().cStr()};
   }
+  case wire::Frame::Body::STORE_REQUEST: {
+    auto r = b.getStoreRequest();
+    if (r.getOp() >= store_op_count)
+      throw std::invalid_argument("store operation " + std::to_string(r.getOp()) +
+                                  " does not exist");
+    store_request out{r.getRequest(), static_cast<store_op>(r.getOp()), {}, {}, {},
+                      r.getDelta(), r.getTimeoutMs()};
+    for (auto k : r.getKeys())
+      out.keys.emplace_back(k.cStr());
+    auto v = r.getValue();
+    out.value.assign(v.begin(), v.end());
+    auto e = r.getExpected();
+    out.expected.assign(e.begin(), e.end());
+    return out;
+  }
+  case wire::Frame::Body::STORE_REPLY: {
+    auto r = b.getStoreReply();
+    auto v = r.getValue();
+    return store_reply{r.getRequest(), std::vector<std::uint8_t>(v.begin(), v.end()),
+                       r.getNumber(), r.getError().cStr()};
+  }
   case wire::Frame::Body::RESUME: {
     auto r = b.getResume();
     return resume{r.getGeneration(),
@@ -503,6 +544,9 @@ decoded decode(const std::uint8_t* data, std::size_t size, std::size_t limit) {
   } catch (const kj::Exception& e) {
     out.error = codec_errc::malformed;
     out.detail = e.getDescription().cStr();
+  } catch (const std::invalid_argument& e) { // a value out of its range
+    out.error = codec_errc::malformed;
+    out.detail = e.what();
   }
   return out;
 }

@@ -235,13 +235,43 @@ struct checkpoint_written {
   std::string error; // empty when written
 };
 
+// The rendezvous store's operations (c10d::Store's).
+enum class store_op : std::uint8_t {
+  set = 0,
+  get = 1,
+  add = 2,
+  compare_set = 3,
+  remove = 4,
+  check = 5,
+  num_keys = 6,
+  wait = 7,
+};
+inline constexpr std::uint8_t store_op_count = 8;
+
+struct store_request {
+  std::uint64_t request = 0;
+  store_op op = store_op::get;
+  std::vector<std::string> keys;
+  std::vector<std::uint8_t> value, expected;
+  std::int64_t delta = 0;
+  std::uint32_t timeout_ms = 0;
+};
+
+struct store_reply {
+  std::uint64_t request = 0;
+  std::vector<std::uint8_t> value;
+  std::int64_t number = 0;
+  std::string error; // empty on success
+};
+
 using frame =
     std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
                  challenge_request, join_challenge, join_accept, join_refused,
                  frame_rejected, assign, attach, run_step, progress_request,
                  progress_report, resume, shadow_link, committed, synced, step_failed,
                  generation_end, leave, sync_lost, resync, state_request, state_report,
-                 state_copy, state_copied, checkpoint_request, checkpoint_written>;
+                 state_copy, state_copied, checkpoint_request, checkpoint_written,
+                 store_request, store_reply>;
 
 // The actor a frame is for, among those one process stands for (1.2): its
 // stage, the replica it was assigned, or (1.4) a replica of stage s added

@@ -13,6 +13,44 @@
 
 namespace bamboo {
 
+namespace {
+
+// c10d's view of a rendezvous_store.
+class store_adapter final : public c10d::Store {
+public:
+  store_adapter(std::shared_ptr<rendezvous_store> s, std::chrono::milliseconds timeout)
+      : s_(std::move(s)) {
+    timeout_ = timeout;
+  }
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    s_->set(key, value);
+  }
+  std::vector<uint8_t> compareSet(const std::string& key,
+                                  const std::vector<uint8_t>& expected,
+                                  const std::vector<uint8_t>& desired) override {
+    return s_->compare_set(key, expected, desired);
+  }
+  std::vector<uint8_t> get(const std::string& key) override {
+    return s_->get(key, timeout_);
+  }
+  int64_t add(const std::string& key, int64_t value) override {
+    return s_->add(key, value);
+  }
+  bool deleteKey(const std::string& key) override { return s_->remove(key); }
+  bool check(const std::vector<std::string>& keys) override { return s_->check(keys); }
+  int64_t getNumKeys() override { return s_->num_keys(); }
+  void wait(const std::vector<std::string>& keys) override { s_->wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    s_->wait(keys, timeout);
+  }
+
+private:
+  std::shared_ptr<rendezvous_store> s_;
+};
+
+} // namespace
+
 struct gloo_store_server::impl {
   c10::intrusive_ptr<c10d::TCPStore> store;
 };
@@ -144,13 +182,18 @@ gloo_transport::~gloo_transport() {
 std::unique_ptr<gloo_transport> gloo_transport::join(const gloo_group_spec& spec,
                                                      std::string& error) {
   try {
-    c10d::TCPStoreOptions so;
-    so.port = spec.store_port;
-    so.isServer = false;
-    so.timeout = spec.timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(spec.store_host, so);
+    c10::intrusive_ptr<c10d::Store> base;
+    if (spec.store) {
+      base = c10::make_intrusive<store_adapter>(spec.store, spec.timeout);
+    } else {
+      c10d::TCPStoreOptions so;
+      so.port = spec.store_port;
+      so.isServer = false;
+      so.timeout = spec.timeout;
+      base = c10::make_intrusive<c10d::TCPStore>(spec.store_host, so);
+    }
     auto store = c10::make_intrusive<c10d::PrefixStore>(
-        "bamboo/gen" + std::to_string(spec.generation), tcp);
+        "bamboo/gen" + std::to_string(spec.generation), base);
     auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(spec.device_host));
     opts->threads = 2;

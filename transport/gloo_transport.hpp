@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/rendezvous_store.hpp"
 #include "transport/tensor_transport.hpp"
 
 namespace bamboo {
@@ -45,6 +46,8 @@ struct gloo_group_spec {
   // The address this rank's Gloo device listens on and tells its peers: the
   // interface the node advertises (another host cannot reach a loopback address).
   std::string device_host = "127.0.0.1";
+  // When set, the group meets here instead of at the TCPStore at store_host:port.
+  std::shared_ptr<rendezvous_store> store = nullptr;
 };
 
 class gloo_transport final : public tensor_transport {

@@ -32,6 +32,11 @@ transport_registry::transport_registry(int size, std::string store_host,
     : kind_(transport_kind::gloo), size_(size), store_host_(std::move(store_host)),
       store_port_(store_port), device_host_(std::move(device_host)) {}
 
+transport_registry::transport_registry(int size, std::shared_ptr<rendezvous_store> store,
+                                       std::string device_host)
+    : kind_(transport_kind::gloo), size_(size), device_host_(std::move(device_host)),
+      rendezvous_(std::move(store)) {}
+
 transport_registry::~transport_registry() = default;
 
 std::shared_ptr<tensor_transport>
@@ -86,6 +91,7 @@ transport_registry::join(int rank, std::uint64_t generation, std::string& error)
   spec.store_host = store_host_;
   spec.store_port = store_port_;
   spec.device_host = device_host_;
+  spec.store = rendezvous_;
   spec.rank = rank;
   spec.size = size_;
   spec.generation = generation;

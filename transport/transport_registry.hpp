@@ -24,6 +24,7 @@ const char* to_string(transport_kind k);
 
 class local_hub;
 class gloo_store_server;
+class rendezvous_store;
 
 class transport_registry {
 public:
@@ -32,6 +33,9 @@ public:
   // devices on `device_host` (the address it advertises).
   transport_registry(int size, std::string store_host, std::uint16_t store_port,
                      std::string device_host = "127.0.0.1");
+  // Gloo meeting at `store` (the manager's, over the control channel).
+  transport_registry(int size, std::shared_ptr<rendezvous_store> store,
+                     std::string device_host);
   ~transport_registry();
 
   transport_kind kind() const { return kind_; }
@@ -55,6 +59,7 @@ private:
   std::string store_host_ = "127.0.0.1";
   std::uint16_t store_port_ = 0;
   std::string device_host_ = "127.0.0.1";
+  std::shared_ptr<rendezvous_store> rendezvous_;
   std::mutex mtx_;
   std::map<std::uint64_t, std::shared_ptr<local_hub>> hubs_;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<slot>> slots_;

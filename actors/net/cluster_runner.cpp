@@ -18,7 +18,6 @@
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
-#include "transport/gloo_transport.hpp"
 
 namespace bamboo {
 
@@ -72,7 +71,7 @@ public:
   node_handles spawn(caf::local_actor* manager, const node_assignment& a) override {
     node_handles h;
     h.group = std::make_shared<node_group>();
-    auto ps = proxy_spec(a.node, schema::target::stage);
+    auto ps = proxy_spec(a.node, schema::target::stage, a.stage);
     ps.assign = schema::assign{static_cast<std::uint32_t>(a.node),
                                static_cast<std::uint32_t>(a.stage),
                                a.shadow_stage,
@@ -81,7 +80,8 @@ public:
                                resume_};
     h.stage = spawn_stage_proxy(manager, ps);
     if (a.shadow_stage >= 0)
-      h.shadow = spawn_stage_proxy(manager, proxy_spec(a.node, schema::target::shadow));
+      h.shadow = spawn_stage_proxy(
+          manager, proxy_spec(a.node, schema::target::shadow, a.shadow_stage));
     return h;
   }
   shadow_sync sync() const override { return shadow_sync::transport; }
@@ -100,11 +100,12 @@ public:
   }
   // The worker creates the replica on the first frame for its target.
   stage_actor add_empty_shadow(caf::local_actor* manager, int node, int stage) override {
-    return spawn_stage_proxy(manager, proxy_spec(node, schema::added_replica(stage)));
+    return spawn_stage_proxy(manager,
+                             proxy_spec(node, schema::added_replica(stage), stage));
   }
 
 private:
-  stage_proxy_spec proxy_spec(int node, schema::target t) const {
+  stage_proxy_spec proxy_spec(int node, schema::target t, int stage) const {
     const auto& m = members_.at(static_cast<std::size_t>(node));
     stage_proxy_spec ps;
     ps.agent = m.agent;
@@ -113,6 +114,7 @@ private:
     ps.node = node;
     ps.frame_limit = frame_limit_;
     ps.target = t;
+    ps.stage = stage;
     ps.generation = generation_;
     return ps;
   }
@@ -197,17 +199,11 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   caf::actor_system_config sys_cfg;
   configure_network(sys_cfg);
   caf::actor_system sys{sys_cfg};
-  std::unique_ptr<gloo_store_server> store;
-  try {
-    store = std::make_unique<gloo_store_server>(0, opts.bind);
-  } catch (const std::exception& e) {
-    return make_error(errc::transport_failure, std::string("store: ") + e.what());
-  }
   caf::scoped_actor self{sys};
   gateway_spec gs;
   gs.token = opts.token;
   gs.frame_limit = opts.frame_limit;
-  gs.store_port = store->port();
+  gs.store_port = 0; // the store is served over the control channel
   gs.heartbeats = opts.heartbeats;
   gs.listener = self;
   auto gateway = spawn_gateway(sys, gs);
@@ -223,8 +219,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   }
   const int wanted = opts.workers > 0 ? opts.workers : cfg.stages;
   log::get("bamboo.gateway")
-      ->info("listening on {}:{} (store {}); waiting for {} workers", opts.bind, *bound,
-             store->port(), wanted);
+      ->info("listening on {}:{}; waiting for {} workers", opts.bind, *bound, wanted);
   if (opts.on_listening)
     opts.on_listening(*bound);
   auto members = await_members(self, wanted, opts.join_timeout);

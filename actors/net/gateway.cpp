@@ -9,6 +9,7 @@
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/kv_store.hpp"
 #include "log/log.hpp"
 
 namespace bamboo {
@@ -177,6 +178,60 @@ private:
       self_->send(proxy, notice_atom::value, p.deadline_ms);
   }
 
+  // The rendezvous store, for members only. A get or wait for keys not there yet
+  // is answered when a later change brings them, or with "timeout" at its
+  // deadline (checked every tick).
+  void handle(const schema::store_request& r) {
+    auto sender = self_->current_sender();
+    if (!members_.count(sender))
+      return stranger("a store request");
+    if (auto reply = store_.apply(r)) {
+      reply_to(sender, *reply);
+      if (reply->error.empty() && changes(r.op))
+        answer_waiters();
+      return;
+    }
+    if (waiters_.size() >= max_strangers) {
+      reply_to(sender, schema::store_reply{r.request, {}, 0, "too many waiting requests"});
+      return;
+    }
+    const auto timeout = std::chrono::milliseconds(r.timeout_ms);
+    waiters_.push_back({sender, r, clock_type::now() + timeout});
+  }
+
+  static bool changes(schema::store_op op) {
+    return op == schema::store_op::set || op == schema::store_op::add ||
+           op == schema::store_op::compare_set;
+  }
+
+  void reply_to(const peer& p, const schema::store_reply& r) {
+    self_->send(caf::actor_cast<caf::actor>(p), to_wire(r));
+  }
+
+  void answer_waiters() {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      if (auto reply = store_.apply(it->request)) {
+        reply_to(it->who, *reply);
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  void expire_waiters(clock_type::time_point now) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      const bool gone = !members_.count(it->who);
+      if (gone || now >= it->deadline) {
+        if (!gone)
+          reply_to(it->who, schema::store_reply{it->request.request, {}, 0, "timeout"});
+        it = waiters_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
   bool member_alive(int member) const {
     for (auto& [p, n] : members_)
       if (n == member)
@@ -233,6 +288,7 @@ private:
                "silent for " + std::to_string(silent.count()) + " ms");
           break;
         }
+    expire_waiters(now);
     // The manager's own heartbeat: a worker that stops hearing it (the manager
     // stopped, or cut off) gives up instead of waiting forever.
     const auto beat = to_wire(schema::heartbeat{manager_node, 0, 0, 0});
@@ -246,6 +302,13 @@ private:
   std::shared_ptr<spdlog::logger> logger_;
   static constexpr std::size_t max_strangers = 1024;
   std::map<peer, handshake> pending_; // challenges asked for, not yet answered
+  kv_store store_;
+  struct waiter {
+    peer who;
+    schema::store_request request;
+    clock_type::time_point deadline;
+  };
+  std::vector<waiter> waiters_;
   std::map<peer, int> members_;
   std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
   std::set<peer> told_;

@@ -171,17 +171,36 @@ private:
     }
   }
 
+  // A worker speaks through this proxy only for the stage it stands for.
+  bool foreign(std::int64_t stage) {
+    if (spec_.stage < 0 || stage == spec_.stage)
+      return false;
+    if (!told_foreign_) {
+      told_foreign_ = true;
+      logger_->warn("node {}: refused a report for stage {} from the worker that holds "
+                    "stage {} here",
+                    spec_.node, stage, spec_.stage);
+    }
+    return true;
+  }
+
   template <class Atom>
   void relay(Atom atom, const schema::stage_done& e) {
     auto [gen, k, stage] = from_event(e);
-    tell(self_, manager_, atom, gen, k, stage);
+    if (!foreign(stage))
+      tell(self_, manager_, atom, gen, k, stage);
   }
 
-  void handle(const schema::step_report& r) { tell(self_, manager_, r); }
+  void handle(const schema::step_report& r) {
+    if (!foreign(r.stage))
+      tell(self_, manager_, r);
+  }
   void handle(const schema::committed& e) { relay(committed_atom::value, e); }
   void handle(const schema::synced& e) { relay(synced_atom::value, e); }
   void handle(const schema::sync_lost& e) { relay(sync_lost_atom::value, e); }
   void handle(const schema::step_failed& f) {
+    if (foreign(f.stage))
+      return;
     tell(self_, manager_, step_failed_atom::value, f.generation,
          static_cast<std::int64_t>(f.step), static_cast<int>(f.stage), f.reason);
   }
@@ -234,7 +253,7 @@ private:
   caf::actor manager_;
   std::shared_ptr<spdlog::logger> logger_;
   std::uint64_t requests_ = 0;
-  bool told_ = false, told_stranger_ = false;
+  bool told_ = false, told_stranger_ = false, told_foreign_ = false;
   std::map<std::uint64_t, caf::typed_response_promise<stage_progress>> pending_;
   std::map<std::uint64_t, caf::typed_response_promise<std::vector<schema::tensor_digest>>>
       digests_;

@@ -8,6 +8,7 @@
 #include "actors/errors.hpp"
 #include "actors/failure_detector.hpp"
 #include "actors/net/auth.hpp"
+#include "actors/net/control_store.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/gateway.hpp"
 #include "actors/net/wire_values.hpp"
@@ -69,6 +70,23 @@ struct agent_state {
           send_gateway(schema::preemption_notice{member(), deadline_ms});
           if (!group_)
             finish({}); // nothing to hand off
+        },
+        // The rendezvous store's operations, from this node's transports: on to
+        // the manager as this member, the reply back when it comes.
+        [this](store_atom, const wire_frame& w) -> caf::result<wire_frame> {
+          if (!from_this_process(self_))
+            return make_error(errc::invalid_config, "not from this process");
+          if (member_ < 0)
+            return make_error(errc::node_lost, "not a member (yet)");
+          auto d = schema::decode(w.bytes);
+          if (!d || !std::holds_alternative<schema::store_request>(d.value))
+            return make_error(errc::invalid_config, "not a store request");
+          auto r = std::get<schema::store_request>(std::move(d.value));
+          r.request = ++store_requests_;
+          auto rp = self_->make_response_promise();
+          store_waits_.emplace(r.request, rp);
+          send_gateway(r);
+          return rp;
         },
         // From the node's actors: on to the actor that stands for the sender.
         [this](const schema::step_report& r) { to_manager(r); },
@@ -275,9 +293,14 @@ private:
       return;
     }
     learn_proxy();
-    registry_ =
-        std::make_shared<transport_registry>(cfg->stages, spec_.store_host, store_port_,
-                                             spec_.advertise);
+    // Port 0: the manager serves the store over this channel (1.6).
+    registry_ = store_port_ == 0
+                    ? std::make_shared<transport_registry>(
+                          cfg->stages,
+                          std::make_shared<control_store>(caf::actor_cast<caf::actor>(self_)),
+                          spec_.advertise)
+                    : std::make_shared<transport_registry>(cfg->stages, spec_.store_host,
+                                                           store_port_, spec_.advertise);
     cfg_ = *cfg;
     corpus_ = corpus;
     parts_ = partition(layer_costs(cfg->model), cfg->stages);
@@ -507,6 +530,13 @@ private:
     else
       ask_to_join();
   }
+  void handle(const schema::store_reply& r) {
+    auto it = store_waits_.find(r.request);
+    if (!from_gateway() || it == store_waits_.end())
+      return;
+    it->second.deliver(to_wire(r));
+    store_waits_.erase(it);
+  }
   void handle(const schema::frame_rejected& r) {
     logger_->warn("node {}: the manager rejected a frame: {}", member_, r.reason);
   }
@@ -579,6 +609,8 @@ private:
   // Actors of a newer plan that introduced themselves before its assignment.
   std::map<target, std::pair<std::uint64_t, caf::actor>> early_;
   std::set<caf::strong_actor_ptr> told_; // peers told of a bad frame
+  std::uint64_t store_requests_ = 0;
+  std::map<std::uint64_t, caf::response_promise> store_waits_;
 };
 
 caf::behavior worker_agent(caf::stateful_actor<agent_state>* self, worker_spec spec) {

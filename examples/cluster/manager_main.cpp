@@ -21,7 +21,6 @@
 #include "examples/train/cli.hpp"
 #include "examples/train/report.hpp"
 #include "log/log.hpp"
-#include "transport/gloo_transport.hpp"
 
 using namespace bamboo;
 
@@ -33,11 +32,10 @@ int admit_only(const cluster_options& c) {
   caf::actor_system_config cfg;
   configure_network(cfg);
   caf::actor_system sys{cfg};
-  gloo_store_server store(0, c.bind);
   gateway_spec spec;
   spec.token = c.token;
   spec.frame_limit = c.frame_limit;
-  spec.store_port = store.port();
+  spec.store_port = 0; // the store is served over the control channel
   spec.heartbeats = c.heartbeats;
   auto gateway = spawn_gateway(sys, spec);
   auto bound = sys.middleman().publish(gateway, c.port, c.bind.c_str());
@@ -47,8 +45,7 @@ int admit_only(const cluster_options& c) {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
     return 2;
   }
-  std::printf("bamboo-manager: listening on %s:%u (store %u)\n", c.bind.c_str(), *bound,
-              store.port());
+  std::printf("bamboo-manager: listening on %s:%u\n", c.bind.c_str(), *bound);
   std::fflush(stdout);
   status::emit("listening " + std::to_string(*bound));
   while (process::stop_signal() == 0)

@@ -10,9 +10,14 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <sstream>
+
+#include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/gateway.hpp"
 #include "actors/net/network.hpp"
 #include "actors/protocol.hpp"
+#include "tests/run_command.hpp"
 
 using namespace bamboo;
 using namespace bamboo::test;
@@ -57,4 +62,150 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
   check_state(run.digests, expected);
+}
+
+TEST_CASE("during a run across processes (the manager on its default --bind 127.0.0.1) no "
+          "socket of the manager or the workers listens on a wildcard address, and the "
+          "rendezvous store has no port",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(57);
+  cfg.steps = 40;
+  process_run run(cfg, "listening");
+  run.wait_steps(3);
+  const auto children = run_command("pgrep -P " + std::to_string(run.proc.pid()));
+  REQUIRE(children.status == 0);
+  std::vector<std::string> pids;
+  std::istringstream in(children.output);
+  for (std::string pid; in >> pid;)
+    pids.push_back(pid);
+  REQUIRE(pids.size() == 5); // the manager and four workers
+  const auto ss = run_command("ss -ltnpH");
+  REQUIRE(ss.status == 0);
+  int ours = 0;
+  std::istringstream lines(ss.output);
+  for (std::string line; std::getline(lines, line);) {
+    bool mine = false;
+    for (const auto& pid : pids)
+      mine = mine || line.find("pid=" + pid + ",") != std::string::npos;
+    if (!mine)
+      continue;
+    ++ours;
+    INFO(line);
+    // State, Recv-Q, Send-Q, the local address:port, the peer's, the process.
+    std::istringstream fields(line);
+    std::string state, recv_q, send_q, local;
+    fields >> state >> recv_q >> send_q >> local;
+    CHECK(local.rfind("127.0.0.1:", 0) == 0);
+  }
+  INFO(ss.output);
+  // The manager's port (Gloo's pairs listen only until they are connected).
+  CHECK(ours >= 1);
+  run.finish();
+  CHECK(run.proc.log().find("(store ") == std::string::npos);
+}
+
+TEST_CASE("a hostile member that joined with the token joins twice, reports for stages it "
+          "does not hold, heartbeats as another node and sends 100,000 ticks, is refused, "
+          "logged, and the run completes with the same losses",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(59);
+  cfg.steps = 30;
+  const auto expected = embedded_reference(cfg);
+  scratch_dir dir;
+  const std::string token = "a-test-cluster-token-0123456789";
+  auto margs = process_run::args(cfg, dir.file("metrics.csv"), dir.file("digests.csv"), {});
+  margs[0] = BAMBOO_MANAGER_BIN;
+  margs.erase(margs.begin() + 1); // --processes is bamboo-train's
+  margs.insert(margs.end(), {"--workers", "5", "--heartbeat-ms", "100",
+                             "--heartbeat-misses", "20"});
+  child manager(dir, "manager", margs, token);
+  const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
+  REQUIRE_FALSE(port.empty());
+  std::vector<std::unique_ptr<child>> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.push_back(std::make_unique<child>(
+        dir, "w" + std::to_string(w),
+        std::vector<std::string>{BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port},
+        token));
+    REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) == std::to_string(w));
+  }
+
+  // The fifth member: a proper join, then everything a member must not do.
+  caf::actor_system_config acfg;
+  configure_network(acfg);
+  caf::actor_system sys{acfg};
+  auto gateway =
+      sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)));
+  REQUIRE(gateway);
+  caf::scoped_actor self{sys};
+  auto next = [&](std::chrono::milliseconds timeout) {
+    std::optional<schema::frame> out;
+    self->receive(
+        [&](const wire_frame& w) {
+          if (auto d = schema::decode(w.bytes))
+            out = d.value;
+        },
+        caf::after(timeout) >> [] {});
+    return out;
+  };
+  auto next_not_heartbeat = [&] {
+    for (int i = 0; i < 50; ++i)
+      if (auto f = next(100ms); f && !std::holds_alternative<schema::heartbeat>(*f))
+        return f;
+    return std::optional<schema::frame>{};
+  };
+  handshake h{make_nonce(), {}, caf::to_string(sys.node()),
+              caf::to_string(gateway->node())};
+  self->send(*gateway, to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce,
+                                                         h.worker_id}));
+  auto challenge = next_not_heartbeat();
+  REQUIRE(challenge);
+  h.manager_nonce = std::get<schema::join_challenge>(*challenge).nonce;
+  self->send(*gateway, to_wire(schema::join_request{0, "z", "0.1.0",
+                                                    prove(token, proof_role::worker, h)}));
+  auto accept = next_not_heartbeat();
+  REQUIRE(accept);
+  REQUIRE(std::holds_alternative<schema::join_accept>(*accept));
+  const auto me = std::get<schema::join_accept>(*accept).node;
+  CHECK(me == 4);
+
+  self->send(*gateway, to_wire(schema::challenge_request{0xffffffffu, make_nonce(),
+                                                         h.worker_id}));
+  auto again = next_not_heartbeat();
+  REQUIRE(again);
+  REQUIRE(std::holds_alternative<schema::join_refused>(*again));
+  CHECK(std::get<schema::join_refused>(*again).reason == "already joined as node 4");
+  for (std::uint32_t stage : {0u, 1u, 3u, 99u, 0xffffffffu})
+    for (auto t : {schema::target::none, schema::target::stage, schema::target::shadow})
+      self->send(*gateway, to_wire(schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9,
+                                                       0, 0},
+                                   t));
+  self->send(*gateway, to_wire(schema::heartbeat{0, 0, 0, 0})); // node 0's number
+  for (int i = 0; i < 100000; ++i) {
+    self->send(*gateway, tick_atom::value);
+    if (i % 1000 == 0) // a member that keeps its place
+      self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0}));
+  }
+  // Heartbeats as itself until the run is over; the leave at the end is obeyed.
+  bool let_go = false;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (!let_go && std::chrono::steady_clock::now() < deadline) {
+    self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0}));
+    if (auto f = next(100ms); f && std::holds_alternative<schema::leave>(*f))
+      let_go = true;
+  }
+  CHECK(let_go);
+  const int status = manager.wait_exit(60s);
+  const auto log = manager.log();
+  INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  REQUIRE(status == 0);
+  // Logged once per sender (whatever it sends next), and the member kept its place.
+  CHECK(log.find("dropped a frame of a kind the gateway does not take") != std::string::npos);
+  CHECK(log.find("node 4 lost") == std::string::npos);
+  for (auto& w : workers)
+    CHECK(w->wait_exit(20s) == 0);
+  check_losses(read_metrics(dir.file("metrics.csv")), expected);
+  check_state(dir.file("digests.csv"), expected);
 }

@@ -265,6 +265,26 @@ struct CheckpointWritten {
   error @5 :Text;      # empty when written
 }
 
+# The tensor transport's rendezvous store, served by the manager over this
+# channel (1.6): only members reach it, and no port of its own is open.
+struct StoreRequest {
+  request @0 :UInt64;
+  op @1 :UInt8;          # 0 set, 1 get, 2 add, 3 compareSet, 4 delete, 5 check,
+                         # 6 numKeys, 7 wait
+  keys @2 :List(Text);   # one for all but check and wait
+  value @3 :Data;        # set; compareSet's desired value
+  expected @4 :Data;     # compareSet
+  delta @5 :Int64;       # add
+  timeoutMs @6 :UInt32;  # get and wait: how long the keys may take to appear
+}
+
+struct StoreReply {
+  request @0 :UInt64;
+  value @1 :Data;        # get, compareSet
+  number @2 :Int64;      # add, delete (1: deleted), check (1: all there), numKeys
+  error @3 :Text;        # empty on success ("timeout" when keys did not appear)
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -300,7 +320,9 @@ struct Frame {
     stateCopied @31 :StateCopied;     # 1.4
     checkpointRequest @32 :CheckpointRequest;   # 1.5
     checkpointWritten @33 :CheckpointWritten;   # 1.5
-    drain @34 :DrainNotice;  # added in 1.7
+    storeRequest @34 :StoreRequest;   # 1.6
+    storeReply @35 :StoreReply;       # 1.6
+    drain @36 :DrainNotice;  # added in 1.7
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
                         # 2 shadow; 1.4: 3 + s, a replica of stage s added later)

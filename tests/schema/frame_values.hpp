@@ -124,6 +124,12 @@ inline auto fields(const checkpoint_request& x) {
 inline auto fields(const checkpoint_written& x) {
   return std::tie(x.request, x.file, x.sha256, x.bytes, x.tensors, x.error);
 }
+inline auto fields(const store_request& x) {
+  return std::tie(x.request, x.op, x.keys, x.value, x.expected, x.delta, x.timeout_ms);
+}
+inline auto fields(const store_reply& x) {
+  return std::tie(x.request, x.value, x.number, x.error);
+}
 
 // Equal kinds and equal fields.
 inline bool same_frame(const frame& a, const frame& b) {
@@ -209,7 +215,9 @@ inline std::vector<frame> every_kind() {
       state_copy{39, 40, 41},
       state_copied{42, 0x0123456789abcdefull, 4096, "aborted: node 2 lost"},
       checkpoint_request{43, 44, "/ckpt/step-00000044"},
-      checkpoint_written{45, "stage-1.safetensors", "ab12", 4096, 7, "disk full"}};
+      checkpoint_written{45, "stage-1.safetensors", "ab12", 4096, 7, "disk full"},
+      store_request{46, store_op::compare_set, {"bamboo/gen2/0"}, {1, 2}, {3}, -5, 250},
+      store_reply{46, {9, 9}, 7, "timeout"}};
 }
 
 } // namespace bamboo::schema

@@ -11,6 +11,8 @@
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/gateway.hpp"
+#include "actors/net/stage_proxy.hpp"
+#include "actors/net/wire_values.hpp"
 #include "actors/system.hpp"
 #include "control.capnp.h"
 #include "control_next.capnp.h"
@@ -253,4 +255,35 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
   }
   CHECK(m.manager_beats <= 12);
   CHECK_FALSE(m.lost_within(10ms));
+}
+
+TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands for and "
+          "refuses reports for any other stage, in range or not",
+          "[actors][net]") {
+  joined_member m;
+  caf::scoped_actor manager{*m.sys}, worker{*m.sys};
+  stage_proxy_spec ps;
+  ps.agent = caf::actor(worker);
+  ps.gateway = m.gateway;
+  ps.node = 1;
+  ps.stage = 1;
+  ps.target = schema::target::stage;
+  auto proxy = spawn_stage_proxy(manager.ptr(), ps);
+  auto from_worker = [&](const schema::frame& f) {
+    worker->send(caf::actor_cast<caf::actor>(proxy), to_wire(f));
+  };
+  for (std::uint32_t stage : {2u, 99u, 0xffffffffu, 1u}) {
+    from_worker(schema::step_report{1, stage, 1, 0, 1.5, 2.0, 2, 2, 0, 0});
+    from_worker(to_event<schema::committed>(1, 0, static_cast<int>(stage)));
+  }
+  std::vector<std::uint32_t> reported, committed;
+  for (bool more = true; more;)
+    manager->receive([&](const schema::step_report& r) { reported.push_back(r.stage); },
+                     [&](committed_atom, std::uint64_t, std::int64_t, int s) {
+                       committed.push_back(static_cast<std::uint32_t>(s));
+                     },
+                     caf::after(500ms) >> [&] { more = false; });
+  CHECK(reported == std::vector<std::uint32_t>{1});
+  CHECK(committed == std::vector<std::uint32_t>{1});
+  caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
 }
