@@ -197,7 +197,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   }
 
   caf::actor_system_config sys_cfg;
-  configure_network(sys_cfg);
+  configure_network(sys_cfg, opts.tls);
   caf::actor_system sys{sys_cfg};
   caf::scoped_actor self{sys};
   gateway_spec gs;
@@ -210,7 +210,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   auto stop_gateway = [&] {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
   };
-  auto bound = sys.middleman().publish(gateway, opts.port, opts.bind.c_str());
+  auto bound = publish_gateway(sys, gateway, opts.port, opts.bind);
   if (!bound) {
     stop_gateway();
     return make_error(errc::transport_failure, "cannot listen on " + opts.bind + ":" +

@@ -16,6 +16,7 @@
 
 #include <caf/expected.hpp>
 
+#include "actors/net/network.hpp"
 #include "actors/plan/heartbeat_tracker.hpp"
 #include "actors/plan/run_record.hpp"
 #include "actors/resume_point.hpp"
@@ -28,6 +29,7 @@ struct cluster_options {
   std::string bind = "127.0.0.1"; // never another address unless told
   std::uint16_t port = 0;         // 0: pick one
   std::string token;              // the cluster token workers must prove
+  tls_files tls;                  // with all three: the port speaks only TLS
   std::size_t frame_limit = schema::default_frame_limit;
   heartbeat_policy heartbeats;
   std::chrono::milliseconds join_timeout{std::chrono::minutes(2)};

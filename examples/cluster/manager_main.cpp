@@ -30,7 +30,7 @@ namespace {
 int admit_only(const cluster_options& c) {
   process::install_stop_handlers();
   caf::actor_system_config cfg;
-  configure_network(cfg);
+  configure_network(cfg, c.tls);
   caf::actor_system sys{cfg};
   gateway_spec spec;
   spec.token = c.token;
@@ -38,7 +38,7 @@ int admit_only(const cluster_options& c) {
   spec.store_port = 0; // the store is served over the control channel
   spec.heartbeats = c.heartbeats;
   auto gateway = spawn_gateway(sys, spec);
-  auto bound = sys.middleman().publish(gateway, c.port, c.bind.c_str());
+  auto bound = publish_gateway(sys, gateway, c.port, c.bind);
   if (!bound) {
     std::cerr << "bamboo-manager: error: cannot listen on " << c.bind << ":" << c.port
               << ": " << sys.render(bound.error()) << "\n";
@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535));
   app.add_option("--bind", c.bind, "address to listen on")->capture_default_str();
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
+  app.add_option("--tls-cert", c.tls.cert, "TLS: this manager's certificate (PEM)");
+  app.add_option("--tls-key", c.tls.key, "TLS: its private key (PEM)");
+  app.add_option("--tls-ca", c.tls.ca, "TLS: the CA that signed the workers' certificates");
   app.add_option("--frame-limit", c.frame_limit, "largest control frame accepted, bytes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -79,6 +82,10 @@ int main(int argc, char** argv) {
   if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-manager"))
     return *status;
   if (auto problem = train.finish()) {
+    std::cerr << "bamboo-manager: error: " << *problem << "\n";
+    return 2;
+  }
+  if (auto problem = check_tls(c.tls)) {
     std::cerr << "bamboo-manager: error: " << *problem << "\n";
     return 2;
   }

@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <future>
 #include <iostream>
 #include <regex>
 
@@ -35,6 +36,15 @@ int main(int argc, char** argv) {
   app.add_option("--manager", manager_addr, "the manager's host:port")->required();
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
   app.add_option("--zone", zone, "failure domain of this node");
+  int connect_timeout_s = 10;
+  app.add_option("--connect-timeout-s", connect_timeout_s,
+                 "how long the manager may take to answer the connection")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tls_files tls;
+  app.add_option("--tls-cert", tls.cert, "TLS: this worker's certificate (PEM)");
+  app.add_option("--tls-key", tls.key, "TLS: its private key (PEM)");
+  app.add_option("--tls-ca", tls.ca, "TLS: the CA that signed the manager's certificate");
   app.add_option("--advertise", advertise,
                  "the address peers reach this node's tensor transport at (default: the "
                  "address this host reaches the manager from)");
@@ -58,18 +68,35 @@ int main(int argc, char** argv) {
               << "' is not host:port\n";
     return 2;
   }
+  if (auto problem = check_tls(tls)) {
+    std::cerr << "bamboo-worker: error: " << *problem << "\n";
+    return 2;
+  }
   auto token = process::token_or_complain("bamboo-worker", token_file);
   if (!token)
     return 2;
   process::install_stop_handlers();
 
   caf::actor_system_config cfg;
-  configure_network(cfg);
+  configure_network(cfg, tls);
   caf::actor_system sys{cfg};
   auto logger = log::get("bamboo.worker");
   const std::string host = m[1].str();
-  auto manager =
-      sys.middleman().remote_actor(host, static_cast<std::uint16_t>(std::stoi(m[2])));
+  // CAF's connect has no deadline: a manager that speaks TLS to a worker that
+  // does not (or the other way round) never completes the handshake.
+  auto connecting = std::async(std::launch::async, [&] {
+    return connect_to_manager(sys, host, static_cast<std::uint16_t>(std::stoi(m[2])));
+  });
+  if (connecting.wait_for(std::chrono::seconds(connect_timeout_s)) !=
+      std::future_status::ready) {
+    status::say("bamboo-worker: error: no answer from the manager at " + manager_addr +
+                " within " + std::to_string(connect_timeout_s) +
+                " s (a manager with TLS needs --tls-cert, --tls-key and --tls-ca here; "
+                "one without, none)");
+    std::fflush(stdout);
+    _exit(1); // the connect cannot be cancelled, and the actor system would wait for it
+  }
+  auto manager = connecting.get();
   if (!manager) {
     std::cerr << "bamboo-worker: error: cannot reach the manager at " << manager_addr
               << ": " << sys.render(manager.error()) << "\n";

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/examples/child_process.hpp"
+#include "tests/run_command.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -158,4 +159,65 @@ TEST_CASE("random and truncated bytes at the manager's port do not hurt it",
   CHECK(c.manager.running()); // not ended (a zombie would count as ended)
   auto w = c.worker("after_junk");
   CHECK(w.wait_for(R"(joined as node (\d+))") == "0");
+}
+
+TEST_CASE("with TLS the workers whose certificates the manager's CA signed train, and a "
+          "worker without TLS or with a certificate of another CA is refused without "
+          "disturbing them",
+          "[examples]") {
+  no_leftovers guard;
+  scratch_dir dir;
+  // Two CAs made with the openssl command, and a certificate signed by each.
+  auto sh = [&](const std::string& cmd) {
+    auto r = bamboo::test::run_command("cd " + dir.path() + " && " + cmd);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+  };
+  for (const std::string ca : {"ca", "other"}) {
+    sh("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + ca + ".key -out " + ca +
+       ".pem -days 1 -subj /CN=bamboo-test-" + ca);
+    sh("openssl req -newkey rsa:2048 -nodes -keyout " + ca + "-node.key -out " + ca +
+       "-node.csr -subj /CN=localhost");
+    sh("openssl x509 -req -in " + ca + "-node.csr -CA " + ca + ".pem -CAkey " + ca +
+       ".key -CAcreateserial -out " + ca + "-node.pem -days 1");
+  }
+  auto tls = [&](const std::string& ca) {
+    return std::vector<std::string>{"--tls-cert", dir.file(ca + "-node.pem"), "--tls-key",
+                                    dir.file(ca + "-node.key"), "--tls-ca",
+                                    dir.file(ca + ".pem")};
+  };
+  const std::string token = "a-test-cluster-token-0123456789";
+  std::vector<std::string> margs{BAMBOO_MANAGER_BIN, "--heartbeat-ms", "100", "--stages",
+                                 "2", "--layers", "2", "--d-model", "32", "--heads", "2",
+                                 "--seq-len", "16", "--steps", "20", "--quiet"};
+  for (auto& a : tls("ca"))
+    margs.push_back(a);
+  child manager(dir, "manager", margs, token);
+  const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))");
+  REQUIRE_FALSE(port.empty());
+  auto worker = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args{BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port,
+                                  "--connect-timeout-s", "5"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return child(dir, name, args, token);
+  };
+  auto first = worker("first", tls("ca"));
+  REQUIRE(first.wait_for(R"(joined as node (\d+))") == "0");
+  for (const auto& [name, extra] :
+       {std::pair<std::string, std::vector<std::string>>{"plain", {}},
+        {"stranger", tls("other")}}) {
+    auto w = worker(name, extra);
+    const int status = w.wait_exit(15s);
+    INFO(name << ": " << w.log());
+    CHECK(status == 1);
+    CHECK(w.log().find("cannot reach the manager") != std::string::npos);
+  }
+  auto second = worker("second", tls("ca"));
+  CHECK(second.wait_for(R"(joined as node (\d+))") == "1");
+  const int status = manager.wait_exit(60s);
+  INFO(manager.log());
+  CHECK(status == 0);
+  CHECK(manager.log().find("node 0 lost") == std::string::npos);
+  CHECK(first.wait_exit() == 0);
+  CHECK(second.wait_exit() == 0);
 }

@@ -22,6 +22,26 @@
 using namespace bamboo;
 using namespace bamboo::test;
 
+namespace {
+
+// Another process's view of the manager: an actor system of its own, connected
+// to the manager's port on 127.0.0.1 (it need not have joined).
+struct peer_process {
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::expected<caf::actor> gateway;
+  caf::scoped_actor self;
+  explicit peer_process(const std::string& port)
+      : sys((configure_network(cfg), cfg)),
+        gateway(sys.middleman().remote_actor("127.0.0.1",
+                                             static_cast<std::uint16_t>(std::stoi(port)))),
+        self(sys) {
+    REQUIRE(gateway);
+  }
+};
+
+} // namespace
+
 TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attaches and "
           "ticks to a training cluster, and training goes on with the same losses",
           "[examples]") {
@@ -33,13 +53,9 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
   REQUIRE_FALSE(port.empty());
   run.wait_steps(2);
 
-  caf::actor_system_config acfg;
-  configure_network(acfg);
-  caf::actor_system sys{acfg};
-  auto gateway =
-      sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)));
-  REQUIRE(gateway);
-  caf::scoped_actor self{sys};
+  peer_process peer(port);
+  auto& gateway = peer.gateway;
+  auto& self = peer.self;
   for (int i = 0; i < 50; ++i) {
     // What the manager's own actors send the gateway.
     self->send(*gateway, broadcast_atom::value, to_wire(schema::leave{"go away"}));
@@ -114,12 +130,10 @@ TEST_CASE("a hostile member that joined with the token joins twice, reports for 
   cfg.steps = 30;
   const auto expected = embedded_reference(cfg);
   scratch_dir dir;
-  const std::string token = "a-test-cluster-token-0123456789";
-  auto margs = process_run::args(cfg, dir.file("metrics.csv"), dir.file("digests.csv"), {});
-  margs[0] = BAMBOO_MANAGER_BIN;
-  margs.erase(margs.begin() + 1); // --processes is bamboo-train's
-  margs.insert(margs.end(), {"--workers", "5", "--heartbeat-ms", "100",
-                             "--heartbeat-misses", "20"});
+  const auto& token = test_token;
+  auto margs = process_run::manager_args(
+      cfg, dir.file("metrics.csv"), dir.file("digests.csv"),
+      {"--workers", "5", "--heartbeat-ms", "100", "--heartbeat-misses", "20"});
   child manager(dir, "manager", margs, token);
   const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
   REQUIRE_FALSE(port.empty());
@@ -133,13 +147,10 @@ TEST_CASE("a hostile member that joined with the token joins twice, reports for 
   }
 
   // The fifth member: a proper join, then everything a member must not do.
-  caf::actor_system_config acfg;
-  configure_network(acfg);
-  caf::actor_system sys{acfg};
-  auto gateway =
-      sys.middleman().remote_actor("127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)));
-  REQUIRE(gateway);
-  caf::scoped_actor self{sys};
+  peer_process peer(port);
+  auto& sys = peer.sys;
+  auto& gateway = peer.gateway;
+  auto& self = peer.self;
   auto next = [&](std::chrono::milliseconds timeout) {
     std::optional<schema::frame> out;
     self->receive(

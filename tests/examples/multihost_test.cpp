@@ -99,12 +99,11 @@ TEST_CASE("a manager and four workers in five network namespaces train GPT with 
   cfg.steps = 24;
   const auto expected = embedded_reference(cfg);
   scratch_dir dir;
-  const std::string token = "a-test-cluster-token-0123456789";
-  auto margs = process_run::args(cfg, dir.file("metrics.csv"), dir.file("digests.csv"), {});
-  margs[0] = BAMBOO_MANAGER_BIN;
-  margs.erase(margs.begin() + 1); // --processes is bamboo-train's
-  margs.insert(margs.end(), {"--bind", "10.213.0.1", "--port", "0", "--heartbeat-ms",
-                             "100", "--heartbeat-misses", "5"});
+  const auto& token = test_token;
+  auto margs = process_run::manager_args(cfg, dir.file("metrics.csv"),
+                                         dir.file("digests.csv"),
+                                         {"--bind", "10.213.0.1", "--port", "0",
+                                          "--heartbeat-ms", "100", "--heartbeat-misses", "5"});
   child manager(dir, "manager", in_ns(lab.ns("m"), margs), token);
   const auto port = manager.wait_for(R"(listening on 10\.213\.0\.1:(\d+))", 20s);
   REQUIRE_FALSE(port.empty());

@@ -90,6 +90,17 @@ struct process_run {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
+  // bamboo-manager's command line for the same run (bamboo-train --processes
+  // without the launcher), plus `extra`: for tests that start workers themselves.
+  static std::vector<std::string> manager_args(const train_config& c,
+                                               const std::string& metrics,
+                                               const std::string& digests,
+                                               std::vector<std::string> extra) {
+    auto a = args(c, metrics, digests, std::move(extra));
+    a[0] = BAMBOO_MANAGER_BIN;
+    a.erase(a.begin() + 1); // --processes
+    return a;
+  }
   pid_t pid_of(int node) const {
     auto pid = proc.wait_for(
         "joined as node " + std::to_string(node) + R"( \(pid (\d+)\))", 20s);
@@ -107,6 +118,9 @@ struct process_run {
     return status;
   }
 };
+
+// The cluster token of tests that start managers and workers themselves.
+inline const std::string test_token = "a-test-cluster-token-0123456789";
 
 // Exited (a zombie until the launcher reaps it) or reaped.
 bool gone(pid_t pid);
