@@ -145,5 +145,5 @@ int main(int argc, char** argv) {
   if (!result)
     return app::failure_status("bamboo-manager", result.error());
   report.summary(*result);
-  return report.write_digests("bamboo-manager", *result) ? 0 : 1;
+  return report.write_digests("bamboo-manager", *result) && report.written() ? 0 : 1;
 }

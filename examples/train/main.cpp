@@ -116,5 +116,5 @@ int main(int argc, char** argv) {
   if (!result)
     return app::failure_status("bamboo-train", result.error());
   report.summary(*result);
-  return report.write_digests("bamboo-train", *result) ? 0 : 1;
+  return report.write_digests("bamboo-train", *result) && report.written() ? 0 : 1;
 }

@@ -1,6 +1,8 @@
 #include "examples/train/report.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "actors/errors.hpp"
@@ -10,7 +12,17 @@
 
 namespace bamboo::app {
 
+// Each line is flushed: a failed write shows at once.
+void run_report::check(std::ofstream& f, const char* what, const std::string& file) {
+  if (f || !write_error_.empty())
+    return;
+  write_error_ = std::string("cannot write ") + what + " file '" + file + "': " +
+                 std::strerror(errno);
+  status::say(std::string(program_) + ": error: " + write_error_);
+}
+
 bool run_report::open(const char* program) {
+  program_ = program;
   if (!open_ledger(program))
     return false;
   if (o_.metrics.empty())
@@ -24,7 +36,13 @@ bool run_report::open(const char* program) {
     return false;
   }
   if (!append)
-    metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n";
+    metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n"
+             << std::flush;
+  if (!metrics_) {
+    std::cerr << program << ": error: cannot write metrics file '" << o_.metrics
+              << "': " << std::strerror(errno) << "\n";
+    return false;
+  }
   return true;
 }
 
@@ -48,6 +66,11 @@ bool run_report::open_ledger(const char* program) {
   }
   ledger_header h{cfg.seed, sample_count(*corpus, cfg.model), cfg.global_batch};
   ledger_ << format_header(h) << "\n" << std::flush;
+  if (!ledger_) {
+    std::cerr << program << ": error: cannot write ledger file '" << o_.ledger
+              << "': " << std::strerror(errno) << "\n";
+    return false;
+  }
   return true;
 }
 
@@ -66,6 +89,7 @@ void run_report::on_step(const step_record& r) {
     ledger_commit c{r.step,           r.generation, r.step * g,
                     (r.step + 1) * g, r.owners,     r.shadows};
     ledger_ << format_commit(c) << "\n" << std::flush; // each line survives a crash
+    check(ledger_, "ledger", o_.ledger);
   }
   if (metrics_.is_open()) {
     char line[256];
@@ -74,6 +98,7 @@ void run_report::on_step(const step_record& r) {
                   static_cast<unsigned long long>(r.generation), r.lr, r.grad_norm,
                   r.seconds, r.event.c_str());
     metrics_ << line << std::flush;
+    check(metrics_, "metrics", o_.metrics);
   }
   if (!o_.quiet) {
     const auto& cfg = o_.cfg;
@@ -89,8 +114,10 @@ void run_report::on_step(const step_record& r) {
 }
 
 void run_report::on_rollback(std::int64_t to_step, const std::string& why) {
-  if (ledger_.is_open())
+  if (ledger_.is_open()) {
     ledger_ << format_rollback({to_step, why}) << "\n" << std::flush;
+    check(ledger_, "ledger", o_.ledger);
+  }
   std::printf("rolled back to the checkpoint of step %lld: %s\n",
               static_cast<long long>(to_step), why.c_str());
   std::fflush(stdout);

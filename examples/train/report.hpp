@@ -28,14 +28,21 @@ public:
   // The --state-digests file: "role,name,count,digest" rows (role owner or shadow,
   // digest in hex); prints "<program>: error: ..." and returns false on failure.
   bool write_digests(const char* program, const run_result& r) const;
+  // False after a metrics or ledger write failed (a full disk, say): the run's
+  // record is cut, and the program must not exit 0. The failure was printed
+  // ("<program>: error: cannot write ...") when it happened.
+  bool written() const { return write_error_.empty(); }
 
 private:
   const cli_options& o_;
   bool open_ledger(const char* program);
+  void check(std::ofstream& f, const char* what, const std::string& file);
   std::ofstream metrics_;
   std::ofstream ledger_;
   double elapsed_ = 0;
   bool resumed_ = false;
+  const char* program_ = "bamboo";
+  std::string write_error_;
 };
 
 // Prints the failure as one line; 3 for a loss shadows cannot cover, 2 for bad

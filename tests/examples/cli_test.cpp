@@ -284,3 +284,32 @@ TEST_CASE("a later option overrides an earlier one, as the demo's users expect, 
   INFO(r.output);
   CHECK(r.status == 3);
 }
+
+TEST_CASE("a metrics or ledger file that cannot be written is an error naming the file "
+          "(exit 2 before training, 1 when a write fails mid-run), never a cut record "
+          "and status 0",
+          "[examples]") {
+  const std::string tiny = "--layers 2 --d-model 32 --heads 2 --seq-len 16 --quiet ";
+  if (std::ifstream("/dev/full")) { // every write fails: No space left on device
+    for (const std::string what : {"metrics", "ledger"}) {
+      auto r = run_train(tiny + "--steps 3 --" + what + " /dev/full");
+      INFO(r.output);
+      CHECK(r.status == 2);
+      CHECK(r.output == "bamboo-train: error: cannot write " + what +
+                            " file '/dev/full': No space left on device\n");
+    }
+  }
+  // A file that fills up mid-run: a 4 KiB file size limit (SIGXFSZ ignored, so
+  // the write fails with EFBIG instead of ending the process).
+  scratch_dir dir;
+  for (const std::string what : {"metrics", "ledger"}) {
+    const auto file = dir.file(what + ".out");
+    auto r = run_command("bash -c \"trap '' XFSZ; ulimit -f 4; exec " +
+                         std::string(BAMBOO_TRAIN_BIN) + " " + tiny + "--steps 300 --" +
+                         what + " " + file + "\"");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("bamboo-train: error: cannot write " + what + " file '" + file +
+                        "': File too large\n") != std::string::npos);
+  }
+}
