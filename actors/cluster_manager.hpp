@@ -4,6 +4,7 @@
 // process or worker processes) is its node_backend's business.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -17,6 +18,11 @@
 #include "model/partition.hpp"
 
 namespace bamboo {
+
+// How long a surviving owner may take to say what it has done of the step
+// during a recovery; an owner that stays silent that long is declared lost
+// (else the recovery would wait for it forever).
+inline constexpr std::chrono::seconds progress_timeout{30};
 
 class preemption_injector;
 class checkpoint_writer;

@@ -139,7 +139,7 @@ void manager_state::start_recovery() {
       continue;
     awaiting_.insert(s);
     self_
-        ->request(owner_actor_[s], std::chrono::seconds(30), progress_atom::value,
+        ->request(owner_actor_[s], progress_timeout, progress_atom::value,
                   plan_.generation)
         .then(
             [this, round, s](stage_progress& p) {
@@ -150,9 +150,17 @@ void manager_state::start_recovery() {
               if (awaiting_.empty())
                 finish_recovery();
             },
-            [this, s](caf::error& err) {
-              // The owner died too: its down message starts a new round.
+            [this, round, s, node = plan_.owner[s]](caf::error& err) {
+              // The owner died too: its down message starts a new round. One
+              // that lives but stays silent is declared lost: a decision, not
+              // a wait without end.
               logger_->debug("no progress from stage {}: {}", s, caf::to_string(err));
+              const bool silent = err == caf::make_error(caf::sec::request_timeout);
+              if (round == round_ && awaiting_.count(s) && silent)
+                node_lost(node, failover_cause::actor_down,
+                          "no progress report within " +
+                              std::to_string(progress_timeout.count()) + " s",
+                          false);
             });
   }
   if (awaiting_.empty())

@@ -9,9 +9,14 @@ namespace bamboo {
 
 namespace {
 
-caf::behavior shard_writer(caf::event_based_actor* self) {
+// The snapshot is the actor's argument (CAF 0.17 binds a null reference for an
+// actor function without any, which UBSan reports); writing starts on request.
+using write_atom = caf::atom_constant<caf::atom("write")>;
+
+// CAF moves its arguments in: the snapshot is not copied.
+caf::behavior shard_writer(caf::event_based_actor* self, shard_snapshot s) {
   return {
-      [self](shard_snapshot& s) -> caf::result<checkpoint_shard> {
+      [self, s = std::move(s)](write_atom) -> caf::result<checkpoint_shard> {
         self->quit();
         std::string error;
         auto shard = write_checkpoint_shard(s.step_dir, s.file, s.step, s.tensors, error);
@@ -42,8 +47,8 @@ shard_snapshot make_snapshot(std::vector<param_blob> blobs, const std::string& s
 
 void write_shard(stage_actor::pointer self, shard_snapshot snap,
                  caf::typed_response_promise<checkpoint_shard> rp) {
-  auto writer = self->spawn<caf::detached>(shard_writer);
-  self->request(writer, caf::infinite, std::move(snap))
+  auto writer = self->spawn<caf::detached>(shard_writer, std::move(snap));
+  self->request(writer, caf::infinite, write_atom::value)
       .then([rp](checkpoint_shard& s) mutable { rp.deliver(std::move(s)); },
             [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }

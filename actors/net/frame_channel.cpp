@@ -31,7 +31,13 @@ std::optional<schema::frame> open_frame(caf::local_actor* self, const wire_frame
 
 void send_from_this_process(caf::actor_system& sys, const caf::actor& dest,
                             caf::message m) {
-  sys.spawn([dest, m = std::move(m)](caf::event_based_actor* self) { self->send(dest, m); });
+  // Spawned with arguments: CAF 0.17 binds a null reference for an actor
+  // function without any (UBSan reports it).
+  sys.spawn(
+      [](caf::event_based_actor* self, const caf::actor& to, const caf::message& what) {
+        self->send(to, what);
+      },
+      dest, std::move(m));
 }
 
 void register_frames(caf::actor_system_config& cfg) {

@@ -90,13 +90,18 @@ private:
     return set.size() < max_strangers && set.insert(p).second;
   }
 
+  // One node slot per process: a member that asks to join again is refused.
+  bool joined_already(const peer& sender) {
+    auto it = members_.find(sender);
+    if (it != members_.end())
+      reply(schema::join_refused{"already joined as node " + std::to_string(it->second)});
+    return it != members_.end();
+  }
+
   void handle(const schema::challenge_request& r) {
     auto sender = self_->current_sender();
-    if (members_.count(sender)) {
-      reply(schema::join_refused{"already joined as node " +
-                                 std::to_string(members_[sender])});
+    if (joined_already(sender))
       return;
-    }
     if (r.nonce.size() != nonce_bytes || !sender ||
         r.identity != caf::to_string(sender->node())) {
       logger_->warn("refused a join from {}: {}", caf::to_string(sender),
@@ -136,11 +141,8 @@ private:
       reply(schema::join_refused{"wrong cluster token"});
       return;
     }
-    if (members_.count(sender)) { // asked for two challenges, answers both
-      reply(schema::join_refused{"already joined as node " +
-                                 std::to_string(members_[sender])});
+    if (joined_already(sender)) // asked for two challenges, answers both
       return;
-    }
     const int node = next_node_++; // a node that comes back is a new node
     members_[sender] = node;
     self_->monitor(caf::actor_cast<caf::actor>(sender));

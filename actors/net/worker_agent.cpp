@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
 #include "actors/failure_detector.hpp"
 #include "actors/net/auth.hpp"
@@ -386,7 +387,7 @@ private:
     if (!a)
       return;
     auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
-    self_->request(a, std::chrono::seconds(30), progress_atom::value, r.generation)
+    self_->request(a, progress_timeout, progress_atom::value, r.generation)
         .then([this, proxy, id = r.request](
                   stage_progress& p) { self_->send(proxy, to_wire(to_frame(p, id))); },
               [this](caf::error& err) {
