@@ -360,7 +360,8 @@ bool write_file_atomically(const std::string& path, const std::vector<byte_span>
     return false;
   }
   // Hashed as written: one pass over the snapshot, no copy of the file in memory.
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(),
+                                                        EVP_MD_CTX_free);
   if (sha256)
     EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
   for (const auto& part : parts) {

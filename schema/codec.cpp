@@ -443,8 +443,9 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     if (r.getOp() >= store_op_count)
       throw std::invalid_argument("store operation " + std::to_string(r.getOp()) +
                                   " does not exist");
-    store_request out{r.getRequest(), static_cast<store_op>(r.getOp()), {}, {}, {},
-                      r.getDelta(), r.getTimeoutMs()};
+    store_request out{
+        r.getRequest(),  static_cast<store_op>(r.getOp()), {}, {}, {}, r.getDelta(),
+        r.getTimeoutMs()};
     for (auto k : r.getKeys())
       out.keys.emplace_back(k.cStr());
     auto v = r.getValue();

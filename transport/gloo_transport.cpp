@@ -195,7 +195,8 @@ std::unique_ptr<gloo_transport> gloo_transport::join(const gloo_group_spec& spec
     auto store = c10::make_intrusive<c10d::PrefixStore>(
         "bamboo/gen" + std::to_string(spec.generation), base);
     auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(spec.device_host));
+    opts->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForHostname(spec.device_host));
     opts->threads = 2;
     auto p = std::make_unique<impl>();
     p->spec = spec;

@@ -20,9 +20,9 @@ public:
   virtual std::vector<std::uint8_t> get(const std::string& key,
                                         std::chrono::milliseconds timeout) = 0;
   virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
-  virtual std::vector<std::uint8_t> compare_set(const std::string& key,
-                                                const std::vector<std::uint8_t>& expected,
-                                                const std::vector<std::uint8_t>& desired) = 0;
+  virtual std::vector<std::uint8_t>
+  compare_set(const std::string& key, const std::vector<std::uint8_t>& expected,
+              const std::vector<std::uint8_t>& desired) = 0;
   virtual bool remove(const std::string& key) = 0;
   virtual bool check(const std::vector<std::string>& keys) = 0;
   virtual std::int64_t num_keys() = 0;

@@ -40,7 +40,8 @@ std::vector<std::uint8_t> make_nonce() {
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
                                 const handshake& h) {
   std::vector<std::uint8_t> msg;
-  append(msg, std::string(role == proof_role::manager ? "bamboo-manager" : "bamboo-worker"));
+  append(msg,
+         std::string(role == proof_role::manager ? "bamboo-manager" : "bamboo-worker"));
   append(msg, h.worker_nonce);
   append(msg, h.manager_nonce);
   append(msg, h.worker_id);
@@ -91,8 +92,8 @@ std::optional<std::string> load_token(const std::string& file, std::string& erro
     return std::nullopt;
   }
   if (token.size() < min_token_bytes) {
-    error = "the cluster token has " + std::to_string(token.size()) + " bytes: at least " +
-            std::to_string(min_token_bytes) + " are needed";
+    error = "the cluster token has " + std::to_string(token.size()) +
+            " bytes: at least " + std::to_string(min_token_bytes) + " are needed";
     return std::nullopt;
   }
   return token;

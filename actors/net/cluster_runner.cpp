@@ -86,9 +86,10 @@ public:
   }
   shadow_sync sync() const override { return shadow_sync::transport; }
   void end_generation(std::uint64_t gen, const std::string& reason) override {
-    send_from_this_process(gateway_.home_system(), gateway_,
-                           caf::make_message(broadcast_atom::value,
-                                             to_wire(schema::generation_end{gen, reason})));
+    send_from_this_process(
+        gateway_.home_system(), gateway_,
+        caf::make_message(broadcast_atom::value,
+                          to_wire(schema::generation_end{gen, reason})));
   }
   shadow_source reshadowing() const override { return shadow_source::copy; }
   int node_id(int node) const override {

@@ -32,8 +32,7 @@ schema::store_reply call(const caf::actor& agent, schema::store_request r,
   if (out && out->error.empty())
     return *out;
   const auto key = r.keys.empty() ? std::string() : " '" + r.keys.front() + "'";
-  throw std::runtime_error("rendezvous store" + key + ": " +
-                           (out ? out->error : error));
+  throw std::runtime_error("rendezvous store" + key + ": " + (out ? out->error : error));
 }
 
 schema::store_request request(schema::store_op op, std::vector<std::string> keys) {
@@ -69,7 +68,8 @@ std::int64_t control_store::add(const std::string& key, std::int64_t delta) {
 }
 
 std::vector<std::uint8_t>
-control_store::compare_set(const std::string& key, const std::vector<std::uint8_t>& expected,
+control_store::compare_set(const std::string& key,
+                           const std::vector<std::uint8_t>& expected,
                            const std::vector<std::uint8_t>& desired) {
   auto r = request(schema::store_op::compare_set, {key});
   r.expected = expected;

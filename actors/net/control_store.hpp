@@ -21,9 +21,9 @@ public:
   std::vector<std::uint8_t> get(const std::string& key,
                                 std::chrono::milliseconds timeout) override;
   std::int64_t add(const std::string& key, std::int64_t delta) override;
-  std::vector<std::uint8_t> compare_set(const std::string& key,
-                                        const std::vector<std::uint8_t>& expected,
-                                        const std::vector<std::uint8_t>& desired) override;
+  std::vector<std::uint8_t>
+  compare_set(const std::string& key, const std::vector<std::uint8_t>& expected,
+              const std::vector<std::uint8_t>& desired) override;
   bool remove(const std::string& key) override;
   bool check(const std::vector<std::string>& keys) override;
   std::int64_t num_keys() override;

@@ -33,11 +33,9 @@ void send_from_this_process(caf::actor_system& sys, const caf::actor& dest,
                             caf::message m) {
   // Spawned with arguments: CAF 0.17 binds a null reference for an actor
   // function without any (UBSan reports it).
-  sys.spawn(
-      [](caf::event_based_actor* self, const caf::actor& to, const caf::message& what) {
-        self->send(to, what);
-      },
-      dest, std::move(m));
+  sys.spawn([](caf::event_based_actor* self, const caf::actor& to,
+               const caf::message& what) { self->send(to, what); },
+            dest, std::move(m));
 }
 
 void register_frames(caf::actor_system_config& cfg) {

@@ -117,8 +117,8 @@ private:
     if (pending_.size() >= max_strangers && !pending_.count(sender))
       pending_.erase(pending_.begin()); // the manager's memory stays bounded
     handshake h{r.nonce, make_nonce(), r.identity, caf::to_string(self_->node())};
-    reply(schema::join_challenge{h.manager_nonce, prove(spec_.token, proof_role::manager, h),
-                                 h.manager_id});
+    reply(schema::join_challenge{
+        h.manager_nonce, prove(spec_.token, proof_role::manager, h), h.manager_id});
     pending_[sender] = std::move(h);
   }
 
@@ -194,7 +194,8 @@ private:
       return;
     }
     if (waiters_.size() >= max_strangers) {
-      reply_to(sender, schema::store_reply{r.request, {}, 0, "too many waiting requests"});
+      reply_to(sender,
+               schema::store_reply{r.request, {}, 0, "too many waiting requests"});
       return;
     }
     const auto timeout = std::chrono::milliseconds(r.timeout_ms);

@@ -99,9 +99,7 @@ std::optional<schema::store_reply> kv_store::apply(const schema::store_request& 
     }
     return out;
   }
-  case store_op::check:
-    out.number = has_all(r.keys) ? 1 : 0;
-    return out;
+  case store_op::check: out.number = has_all(r.keys) ? 1 : 0; return out;
   case store_op::num_keys:
     out.number = static_cast<std::int64_t>(data_.size());
     return out;

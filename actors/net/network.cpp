@@ -50,14 +50,15 @@ bool tls_on(caf::actor_system& sys) {
 
 caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
                                              const caf::actor& gateway,
-                                             std::uint16_t port, const std::string& bind) {
+                                             std::uint16_t port,
+                                             const std::string& bind) {
   if (tls_on(sys))
     return caf::openssl::publish(gateway, port, bind.c_str());
   return sys.middleman().publish(gateway, port, bind.c_str());
 }
 
-caf::expected<caf::actor> connect_to_manager(caf::actor_system& sys,
-                                             const std::string& host, std::uint16_t port) {
+caf::expected<caf::actor>
+connect_to_manager(caf::actor_system& sys, const std::string& host, std::uint16_t port) {
   if (tls_on(sys))
     return caf::openssl::remote_actor(sys, host, port);
   return sys.middleman().remote_actor(host, port);

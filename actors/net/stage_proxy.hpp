@@ -31,7 +31,7 @@ struct stage_proxy_spec {
   int member = 0;     // the gateway's number of the process
   int node = 0;       // the manager's number of the node
   schema::target target = schema::target::stage;
-  int stage = -1;     // the stage it stands for: its worker reports for no other
+  int stage = -1; // the stage it stands for: its worker reports for no other
   std::optional<schema::assign> assign; // the stage's proxy sets the node up
   std::uint64_t generation = 1;         // of the plan the proxy belongs to
   std::size_t frame_limit = schema::default_frame_limit;

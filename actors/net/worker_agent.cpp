@@ -113,7 +113,9 @@ private:
 
   void ask_to_join() {
     member_ = -1;
-    handshake_ = handshake{make_nonce(), {}, caf::to_string(self_->node()),
+    handshake_ = handshake{make_nonce(),
+                           {},
+                           caf::to_string(self_->node()),
                            caf::to_string(spec_.gateway->node())};
     send_gateway(schema::challenge_request{0xffffffffu, handshake_.worker_nonce,
                                            handshake_.worker_id});
@@ -173,7 +175,8 @@ private:
   }
 
   bool from_gateway() const {
-    return self_->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(spec_.gateway);
+    return self_->current_sender() ==
+           caf::actor_cast<caf::strong_actor_ptr>(spec_.gateway);
   }
 
   void stranger() {
@@ -295,13 +298,14 @@ private:
     }
     learn_proxy();
     // Port 0: the manager serves the store over this channel (1.6).
-    registry_ = store_port_ == 0
-                    ? std::make_shared<transport_registry>(
-                          cfg->stages,
-                          std::make_shared<control_store>(caf::actor_cast<caf::actor>(self_)),
-                          spec_.advertise)
-                    : std::make_shared<transport_registry>(cfg->stages, spec_.store_host,
-                                                           store_port_, spec_.advertise);
+    registry_ =
+        store_port_ == 0
+            ? std::make_shared<transport_registry>(
+                  cfg->stages,
+                  std::make_shared<control_store>(caf::actor_cast<caf::actor>(self_)),
+                  spec_.advertise)
+            : std::make_shared<transport_registry>(cfg->stages, spec_.store_host,
+                                                   store_port_, spec_.advertise);
     cfg_ = *cfg;
     corpus_ = corpus;
     parts_ = partition(layer_costs(cfg->model), cfg->stages);
@@ -587,7 +591,7 @@ private:
   caf::event_based_actor* self_;
   worker_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
-  int member_ = -1; // the gateway's number of this process, once joined
+  int member_ = -1;     // the gateway's number of this process, once joined
   handshake handshake_; // of the join under way
   int joins_ = 0, attempts_ = 0;
   std::chrono::milliseconds manager_timeout_{0}; // 0: the manager is not watched

@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
   app.add_option("--tls-cert", c.tls.cert, "TLS: this manager's certificate (PEM)");
   app.add_option("--tls-key", c.tls.key, "TLS: its private key (PEM)");
-  app.add_option("--tls-ca", c.tls.ca, "TLS: the CA that signed the workers' certificates");
+  app.add_option("--tls-ca", c.tls.ca,
+                 "TLS: the CA that signed the workers' certificates");
   app.add_option("--frame-limit", c.frame_limit, "largest control frame accepted, bytes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

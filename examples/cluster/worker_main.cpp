@@ -153,11 +153,10 @@ int main(int argc, char** argv) {
       // usage too: exit 2, with the reason.
       const auto at = why.find("refused");
       const auto colon = why.find(": ");
-      status::say("bamboo-worker: " +
-                  (refused && at != std::string::npos ? why.substr(at)
-                   : refused && colon != std::string::npos
-                       ? "error: " + why.substr(colon + 2)
-                       : "error: " + why));
+      status::say("bamboo-worker: " + (refused && at != std::string::npos ? why.substr(at)
+                                       : refused && colon != std::string::npos
+                                           ? "error: " + why.substr(colon + 2)
+                                           : "error: " + why));
       return refused ? 2 : 1;
     }
     const int sig = process::stop_signal();

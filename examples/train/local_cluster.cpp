@@ -208,8 +208,8 @@ int run_local_cluster(const local_cluster_options& lo) {
   std::vector<bool> joined(lo.joins.size(), false);
   int code = -1; // the manager's exit status; -1 while it runs
   for (int attempt = 0;; ++attempt) {
-    std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0",
-                                   "--token-file", token.path()};
+    std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0", "--token-file",
+                                   token.path()};
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
     if (attempt > 0 && !lo.resume && has_complete_checkpoint(lo.checkpoint_dir))
       margs.emplace_back("--resume");

@@ -16,8 +16,8 @@ namespace bamboo::app {
 void run_report::check(std::ofstream& f, const char* what, const std::string& file) {
   if (f || !write_error_.empty())
     return;
-  write_error_ = std::string("cannot write ") + what + " file '" + file + "': " +
-                 std::strerror(errno);
+  write_error_ = std::string("cannot write ") + what + " file '" + file +
+                 "': " + std::strerror(errno);
   status::say(std::string(program_) + ": error: " + write_error_);
 }
 

@@ -37,7 +37,8 @@ struct cluster {
     port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))");
     REQUIRE_FALSE(port.empty());
   }
-  child worker(const std::string& name, const std::string& token = "a-test-cluster-token-0123456789") {
+  child worker(const std::string& name,
+               const std::string& token = "a-test-cluster-token-0123456789") {
     return child(
         dir, name,
         {BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port, "--heartbeat-ms", "100"},
@@ -76,9 +77,10 @@ TEST_CASE("a join with the wrong token is refused: the worker finds the manager'
   CHECK(c.manager.log().find("joined") == std::string::npos);
 }
 
-TEST_CASE("a token file that group or others can read, and a token shorter than 16 "
-          "bytes, are refused with one line, and a CRLF line end is not part of the token",
-          "[examples]") {
+TEST_CASE(
+    "a token file that group or others can read, and a token shorter than 16 "
+    "bytes, are refused with one line, and a CRLF line end is not part of the token",
+    "[examples]") {
   no_leftovers guard;
   cluster c;
   const std::string token = "a-test-cluster-token-0123456789";
@@ -182,14 +184,27 @@ TEST_CASE("with TLS the workers whose certificates the manager's CA signed train
        ".key -CAcreateserial -out " + ca + "-node.pem -days 1");
   }
   auto tls = [&](const std::string& ca) {
-    return std::vector<std::string>{"--tls-cert", dir.file(ca + "-node.pem"), "--tls-key",
-                                    dir.file(ca + "-node.key"), "--tls-ca",
-                                    dir.file(ca + ".pem")};
+    return std::vector<std::string>{"--tls-cert", dir.file(ca + "-node.pem"),
+                                    "--tls-key",  dir.file(ca + "-node.key"),
+                                    "--tls-ca",   dir.file(ca + ".pem")};
   };
   const std::string token = "a-test-cluster-token-0123456789";
-  std::vector<std::string> margs{BAMBOO_MANAGER_BIN, "--heartbeat-ms", "100", "--stages",
-                                 "2", "--layers", "2", "--d-model", "32", "--heads", "2",
-                                 "--seq-len", "16", "--steps", "20", "--quiet"};
+  std::vector<std::string> margs{BAMBOO_MANAGER_BIN,
+                                 "--heartbeat-ms",
+                                 "100",
+                                 "--stages",
+                                 "2",
+                                 "--layers",
+                                 "2",
+                                 "--d-model",
+                                 "32",
+                                 "--heads",
+                                 "2",
+                                 "--seq-len",
+                                 "16",
+                                 "--steps",
+                                 "20",
+                                 "--quiet"};
   for (auto& a : tls("ca"))
     margs.push_back(a);
   child manager(dir, "manager", margs, token);

@@ -33,8 +33,8 @@ struct peer_process {
   caf::scoped_actor self;
   explicit peer_process(const std::string& port)
       : sys((configure_network(cfg), cfg)),
-        gateway(sys.middleman().remote_actor("127.0.0.1",
-                                             static_cast<std::uint16_t>(std::stoi(port)))),
+        gateway(sys.middleman().remote_actor(
+            "127.0.0.1", static_cast<std::uint16_t>(std::stoi(port)))),
         self(sys) {
     REQUIRE(gateway);
   }
@@ -68,7 +68,8 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
       self->send(*gateway, to_wire(schema::commit{1, k, -1.0}, schema::target::stage));
       self->send(*gateway, to_wire(schema::leave{"go away"}, schema::target::stage));
     }
-    self->send(*gateway, to_wire(schema::heartbeat{static_cast<std::uint32_t>(i % 4), 0, 0, 0}));
+    self->send(*gateway,
+               to_wire(schema::heartbeat{static_cast<std::uint32_t>(i % 4), 0, 0, 0}));
     self->send(*gateway, to_wire(schema::preemption_notice{1, 10}));
   }
   run.finish();
@@ -80,10 +81,11 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
   check_state(run.digests, expected);
 }
 
-TEST_CASE("during a run across processes (the manager on its default --bind 127.0.0.1) no "
-          "socket of the manager or the workers listens on a wildcard address, and the "
-          "rendezvous store has no port",
-          "[examples]") {
+TEST_CASE(
+    "during a run across processes (the manager on its default --bind 127.0.0.1) no "
+    "socket of the manager or the workers listens on a wildcard address, and the "
+    "rendezvous store has no port",
+    "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(57);
   cfg.steps = 40;
@@ -121,10 +123,11 @@ TEST_CASE("during a run across processes (the manager on its default --bind 127.
   CHECK(run.proc.log().find("(store ") == std::string::npos);
 }
 
-TEST_CASE("a hostile member that joined with the token joins twice, reports for stages it "
-          "does not hold, heartbeats as another node and sends 100,000 ticks, is refused, "
-          "logged, and the run completes with the same losses",
-          "[examples]") {
+TEST_CASE(
+    "a hostile member that joined with the token joins twice, reports for stages it "
+    "does not hold, heartbeats as another node and sends 100,000 ticks, is refused, "
+    "logged, and the run completes with the same losses",
+    "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(59);
   cfg.steps = 30;
@@ -143,7 +146,8 @@ TEST_CASE("a hostile member that joined with the token joins twice, reports for 
         dir, "w" + std::to_string(w),
         std::vector<std::string>{BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port},
         token));
-    REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) == std::to_string(w));
+    REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) ==
+            std::to_string(w));
   }
 
   // The fifth member: a proper join, then everything a member must not do.
@@ -167,32 +171,32 @@ TEST_CASE("a hostile member that joined with the token joins twice, reports for 
         return f;
     return std::optional<schema::frame>{};
   };
-  handshake h{make_nonce(), {}, caf::to_string(sys.node()),
-              caf::to_string(gateway->node())};
+  handshake h{
+      make_nonce(), {}, caf::to_string(sys.node()), caf::to_string(gateway->node())};
   self->send(*gateway, to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce,
                                                          h.worker_id}));
   auto challenge = next_not_heartbeat();
   REQUIRE(challenge);
   h.manager_nonce = std::get<schema::join_challenge>(*challenge).nonce;
-  self->send(*gateway, to_wire(schema::join_request{0, "z", "0.1.0",
-                                                    prove(token, proof_role::worker, h)}));
+  self->send(*gateway, to_wire(schema::join_request{
+                           0, "z", "0.1.0", prove(token, proof_role::worker, h)}));
   auto accept = next_not_heartbeat();
   REQUIRE(accept);
   REQUIRE(std::holds_alternative<schema::join_accept>(*accept));
   const auto me = std::get<schema::join_accept>(*accept).node;
   CHECK(me == 4);
 
-  self->send(*gateway, to_wire(schema::challenge_request{0xffffffffu, make_nonce(),
-                                                         h.worker_id}));
+  self->send(*gateway,
+             to_wire(schema::challenge_request{0xffffffffu, make_nonce(), h.worker_id}));
   auto again = next_not_heartbeat();
   REQUIRE(again);
   REQUIRE(std::holds_alternative<schema::join_refused>(*again));
   CHECK(std::get<schema::join_refused>(*again).reason == "already joined as node 4");
   for (std::uint32_t stage : {0u, 1u, 3u, 99u, 0xffffffffu})
     for (auto t : {schema::target::none, schema::target::stage, schema::target::shadow})
-      self->send(*gateway, to_wire(schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9,
-                                                       0, 0},
-                                   t));
+      self->send(
+          *gateway,
+          to_wire(schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9, 0, 0}, t));
   self->send(*gateway, to_wire(schema::heartbeat{0, 0, 0, 0})); // node 0's number
   for (int i = 0; i < 100000; ++i) {
     self->send(*gateway, tick_atom::value);
@@ -213,7 +217,8 @@ TEST_CASE("a hostile member that joined with the token joins twice, reports for 
   INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
   REQUIRE(status == 0);
   // Logged once per sender (whatever it sends next), and the member kept its place.
-  CHECK(log.find("dropped a frame of a kind the gateway does not take") != std::string::npos);
+  CHECK(log.find("dropped a frame of a kind the gateway does not take") !=
+        std::string::npos);
   CHECK(log.find("node 4 lost") == std::string::npos);
   for (auto& w : workers)
     CHECK(w->wait_exit(20s) == 0);

@@ -100,22 +100,24 @@ TEST_CASE("a manager and four workers in five network namespaces train GPT with 
   const auto expected = embedded_reference(cfg);
   scratch_dir dir;
   const auto& token = test_token;
-  auto margs = process_run::manager_args(cfg, dir.file("metrics.csv"),
-                                         dir.file("digests.csv"),
-                                         {"--bind", "10.213.0.1", "--port", "0",
-                                          "--heartbeat-ms", "100", "--heartbeat-misses", "5"});
+  auto margs =
+      process_run::manager_args(cfg, dir.file("metrics.csv"), dir.file("digests.csv"),
+                                {"--bind", "10.213.0.1", "--port", "0", "--heartbeat-ms",
+                                 "100", "--heartbeat-misses", "5"});
   child manager(dir, "manager", in_ns(lab.ns("m"), margs), token);
   const auto port = manager.wait_for(R"(listening on 10\.213\.0\.1:(\d+))", 20s);
   REQUIRE_FALSE(port.empty());
   std::vector<std::unique_ptr<child>> workers;
   for (int w = 0; w < 4; ++w) {
-    workers.push_back(std::make_unique<child>(
-        dir, "w" + std::to_string(w),
-        in_ns(lab.ns("w" + std::to_string(w)),
-              {BAMBOO_WORKER_BIN, "--manager", "10.213.0.1:" + port, "--log-level", "info"}),
-        token));
+    workers.push_back(
+        std::make_unique<child>(dir, "w" + std::to_string(w),
+                                in_ns(lab.ns("w" + std::to_string(w)),
+                                      {BAMBOO_WORKER_BIN, "--manager",
+                                       "10.213.0.1:" + port, "--log-level", "info"}),
+                                token));
     // One at a time: worker w is node w, on host 10.213.0.(10 + w).
-    REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) == std::to_string(w));
+    REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) ==
+            std::to_string(w));
     CHECK_FALSE(
         workers.back()
             ->wait_for(R"(tensor transport on 10\.213\.0\.)" + std::to_string(10 + w), 5s)

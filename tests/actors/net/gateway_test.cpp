@@ -82,7 +82,8 @@ struct joined_member {
   int manager_beats = 0;
   // Joins as the cluster token's holder; returns the member number.
   int join() {
-    handshake h{make_nonce(), {}, caf::to_string(sys->node()), caf::to_string(sys->node())};
+    handshake h{
+        make_nonce(), {}, caf::to_string(sys->node()), caf::to_string(sys->node())};
     send(schema::challenge_request{0xffffffffu, h.worker_nonce, h.worker_id});
     auto c = next();
     REQUIRE(c);
@@ -194,7 +195,8 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
     m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
   };
   // The same process asks again: no second node slot.
-  m.send(schema::challenge_request{0xffffffffu, make_nonce(), caf::to_string(m.sys->node())});
+  m.send(schema::challenge_request{0xffffffffu, make_nonce(),
+                                   caf::to_string(m.sys->node())});
   auto again = m.next();
   REQUIRE(again);
   REQUIRE(std::holds_alternative<schema::join_refused>(*again));
@@ -202,8 +204,8 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
 
   // A relay presents the handshake of the node behind it: refused at once.
   caf::scoped_actor relay{*m.sys};
-  relay->send(m.gateway,
-              to_wire(schema::challenge_request{0xffffffffu, make_nonce(), "another node"}));
+  relay->send(m.gateway, to_wire(schema::challenge_request{0xffffffffu, make_nonce(),
+                                                           "another node"}));
   std::optional<schema::frame> refused;
   relay->receive(
       [&](const wire_frame& w) {
@@ -219,9 +221,10 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
 
   // A peer that answers a proper challenge without the token.
   caf::scoped_actor guesser{*m.sys};
-  handshake h{make_nonce(), {}, caf::to_string(m.sys->node()), caf::to_string(m.sys->node())};
-  guesser->send(m.gateway,
-                to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce, h.worker_id}));
+  handshake h{
+      make_nonce(), {}, caf::to_string(m.sys->node()), caf::to_string(m.sys->node())};
+  guesser->send(m.gateway, to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce,
+                                                             h.worker_id}));
   std::vector<schema::frame> answers;
   auto answer = [&] {
     guesser->receive(
@@ -235,9 +238,10 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
   answer();
   REQUIRE(answers.size() == 1);
   h.manager_nonce = std::get<schema::join_challenge>(answers[0]).nonce;
-  guesser->send(m.gateway, to_wire(schema::join_request{
-                               0, "zone-a", "0.1.0",
-                               prove("a guess of the cluster token", proof_role::worker, h)}));
+  guesser->send(m.gateway,
+                to_wire(schema::join_request{
+                    0, "zone-a", "0.1.0",
+                    prove("a guess of the cluster token", proof_role::worker, h)}));
   answer();
   REQUIRE(answers.size() == 2);
   REQUIRE(std::holds_alternative<schema::join_refused>(answers[1]));

@@ -11,22 +11,25 @@ namespace {
 
 schema::store_request req(store_op op, std::vector<std::string> keys,
                           std::vector<std::uint8_t> value = {},
-                          std::vector<std::uint8_t> expected = {}, std::int64_t delta = 0) {
+                          std::vector<std::uint8_t> expected = {},
+                          std::int64_t delta = 0) {
   static std::uint64_t id = 0;
   return {++id, op, std::move(keys), std::move(value), std::move(expected), delta, 100};
 }
 
 } // namespace
 
-TEST_CASE("the manager's rendezvous store answers gets and waits once their keys are set, "
-          "counts, compares and sets, and deletes as c10d's stores do",
-          "[actors][net]") {
+TEST_CASE(
+    "the manager's rendezvous store answers gets and waits once their keys are set, "
+    "counts, compares and sets, and deletes as c10d's stores do",
+    "[actors][net]") {
   kv_store s;
   // A get and a wait of absent keys wait (nullopt), and are answered after a set.
   CHECK_FALSE(s.apply(req(store_op::get, {"rank0"})));
   CHECK_FALSE(s.apply(req(store_op::wait, {"rank0", "rank1"})));
   REQUIRE(s.apply(req(store_op::set, {"rank0"}, {1, 2, 3}))->error.empty());
-  CHECK(s.apply(req(store_op::get, {"rank0"}))->value == std::vector<std::uint8_t>{1, 2, 3});
+  CHECK(s.apply(req(store_op::get, {"rank0"}))->value ==
+        std::vector<std::uint8_t>{1, 2, 3});
   CHECK_FALSE(s.apply(req(store_op::wait, {"rank0", "rank1"})));
   CHECK(s.apply(req(store_op::check, {"rank0", "rank1"}))->number == 0);
   s.apply(req(store_op::set, {"rank1"}, {4}));
@@ -57,7 +60,8 @@ TEST_CASE("the manager's rendezvous store refuses malformed requests, long keys 
           "[actors][net]") {
   kv_store s;
   CHECK(s.apply(req(store_op::get, {}))->error == "a store request with 0 keys");
-  CHECK(s.apply(req(store_op::set, {"a", "b"}, {1}))->error == "a store request with 2 keys");
+  CHECK(s.apply(req(store_op::set, {"a", "b"}, {1}))->error ==
+        "a store request with 2 keys");
   CHECK(s.apply(req(store_op::wait, {}))->error == "a store request with 0 keys");
   CHECK(s.apply(req(store_op::set, {std::string(max_key_bytes + 1, 'k')}, {1}))->error ==
         "a store key of 1025 bytes");

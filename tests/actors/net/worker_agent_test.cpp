@@ -83,9 +83,8 @@ TEST_CASE("a worker agent rejects random, truncated and oversized frames and goe
     return v;
   };
   const auto h = f.handshake_for(request);
-  auto good = schema::encode(
-      schema::join_challenge{h.manager_nonce, prove("s3cret", proof_role::manager, h),
-                             h.manager_id});
+  auto good = schema::encode(schema::join_challenge{
+      h.manager_nonce, prove("s3cret", proof_role::manager, h), h.manager_id});
   auto truncated = good;
   truncated.resize(good.size() - 8);
   f.send(random_bytes(0));
@@ -116,7 +115,8 @@ TEST_CASE("a worker agent refuses a manager that cannot prove the token, or that
     REQUIRE(first);
     auto h = f.handshake_for(std::get<schema::challenge_request>(*first));
     std::string token = "s3cret";
-    std::string why = "refused the manager: the manager could not prove the cluster token";
+    std::string why =
+        "refused the manager: the manager could not prove the cluster token";
     if (variant == 0) {
       token = "not the token";
     } else if (variant == 1) { // a proof made for another worker's handshake
@@ -127,9 +127,10 @@ TEST_CASE("a worker agent refuses a manager that cannot prove the token, or that
             "from (a relay?)";
     }
     (*f.manager)->monitor(f.agent);
-    (*f.manager)->send(f.agent, to_wire(schema::join_challenge{
-                                    h.manager_nonce, prove(token, proof_role::manager, h),
-                                    h.manager_id}));
+    (*f.manager)
+        ->send(f.agent,
+               to_wire(schema::join_challenge{
+                   h.manager_nonce, prove(token, proof_role::manager, h), h.manager_id}));
     caf::error reason;
     bool proved = false;
     (*f.manager)
@@ -137,9 +138,11 @@ TEST_CASE("a worker agent refuses a manager that cannot prove the token, or that
             [&](caf::down_msg& dm) { reason = dm.reason; },
             [&](const wire_frame& w) {
               auto d = schema::decode(w.bytes);
-              proved = proved || (d && std::holds_alternative<schema::join_request>(d.value));
+              proved =
+                  proved || (d && std::holds_alternative<schema::join_request>(d.value));
             },
-            caf::after(std::chrono::seconds(5)) >> [&] { reason = caf::sec::request_timeout; });
+            caf::after(std::chrono::seconds(5)) >>
+                [&] { reason = caf::sec::request_timeout; });
     CHECK_FALSE(proved);
     CHECK(describe(reason) == "invalid_config: " + why);
   }
