@@ -26,6 +26,29 @@ std::optional<std::string> check(const checkpoint_options& o) {
   return std::nullopt;
 }
 
+namespace {
+
+// "... is of another configuration (...)", or nullopt when `c` is this run's.
+std::optional<std::string> other_config(const train_config& cfg, const checkpoint& c) {
+  if (c.config == checkpoint_config(cfg))
+    return std::nullopt;
+  return " is of another configuration (" + c.config +
+         "; this run: " + checkpoint_config(cfg) + ")";
+}
+
+} // namespace
+
+caf::expected<std::shared_ptr<const checkpoint>>
+checkpoint_at(const train_config& cfg, const std::string& step_dir) {
+  std::string problem;
+  auto c = load_checkpoint_dir(step_dir, problem);
+  if (!c)
+    return make_error(errc::invalid_config, "checkpoint " + step_dir + ": " + problem);
+  if (auto other = other_config(cfg, *c))
+    return make_error(errc::invalid_config, "checkpoint " + step_dir + *other);
+  return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
+}
+
 caf::expected<std::shared_ptr<const checkpoint>>
 resume_point(const train_config& cfg, const std::string& dir,
              const std::shared_ptr<const token_corpus>& corpus, const std::string& what) {
@@ -37,11 +60,9 @@ resume_point(const train_config& cfg, const std::string& dir,
     logger->warn("{}", s);
   if (!c)
     return make_error(errc::invalid_data, what + ": " + error);
-  if (c->config != checkpoint_config(cfg))
-    return make_error(errc::invalid_config,
-                      what + ": the checkpoint of step " + std::to_string(c->step) +
-                          " is of another configuration (" + c->config +
-                          "; this run: " + checkpoint_config(cfg) + ")");
+  if (auto other = other_config(cfg, *c))
+    return make_error(errc::invalid_config, what + ": the checkpoint of step " +
+                                                std::to_string(c->step) + *other);
   if (c->step >= cfg.steps)
     return make_error(errc::invalid_config,
                       what + ": the checkpoint is of step " + std::to_string(c->step) +

@@ -33,6 +33,11 @@ caf::expected<std::shared_ptr<const checkpoint>>
 resume_point(const train_config& cfg, const std::string& dir,
              const std::shared_ptr<const token_corpus>& corpus, const std::string& what);
 
+// The checkpoint in one step directory (a worker's assignment names it),
+// checked against this run's configuration.
+caf::expected<std::shared_ptr<const checkpoint>>
+checkpoint_at(const train_config& cfg, const std::string& step_dir);
+
 // Where a rollback for `loss` (a loss shadows could not cover) goes on from;
 // else the loss, unrecoverable, saying why no checkpoint would do.
 caf::expected<std::shared_ptr<const checkpoint>>

@@ -61,6 +61,16 @@ bool check_proof(const std::string& token, proof_role role, const handshake& h,
          CRYPTO_memcmp(proof.data(), expected.data(), expected.size()) == 0;
 }
 
+std::optional<std::string> refuse_manager(const std::string& token, const handshake& h,
+                                          const std::string& answered_as,
+                                          const std::vector<std::uint8_t>& proof) {
+  if (answered_as != h.manager_id)
+    return "the manager's identity is not the node it answers from (a relay?)";
+  if (!check_proof(token, proof_role::manager, h, proof))
+    return "the manager could not prove the cluster token";
+  return std::nullopt;
+}
+
 std::optional<std::string> load_token(const std::string& file, std::string& error) {
   std::string token;
   if (!file.empty()) {

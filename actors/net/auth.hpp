@@ -32,6 +32,13 @@ std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
 bool check_proof(const std::string& token, proof_role role, const handshake& h,
                  const std::vector<std::uint8_t>& proof);
 
+// The worker's check of the manager's answer (h with the manager's nonce):
+// why the manager is refused, or nullopt when it answers as the node `h` names
+// and proves the token over the handshake.
+std::optional<std::string> refuse_manager(const std::string& token, const handshake& h,
+                                          const std::string& answered_as,
+                                          const std::vector<std::uint8_t>& proof);
+
 // The token from a file (first line, a trailing \r dropped) if given, else
 // $BAMBOO_TOKEN. Refused, nullopt and `error` set: a file that group or others
 // can read (as ssh refuses such keys), and a token shorter than min_token_bytes.

@@ -14,6 +14,7 @@
 #include "actors/net/gateway.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/node.hpp"
+#include "actors/resume_point.hpp"
 #include "actors/stage_actor.hpp"
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
@@ -157,14 +158,9 @@ private:
     if (member_ >= 0 || !from_gateway() || !handshake_.manager_nonce.empty())
       return;
     handshake_.manager_nonce = c.nonce;
-    if (c.identity != handshake_.manager_id ||
-        !check_proof(spec_.token, proof_role::manager, handshake_, c.proof)) {
-      const std::string why =
-          c.identity != handshake_.manager_id
-              ? "the manager's identity is not the node it answers from (a relay?)"
-              : "the manager could not prove the cluster token";
-      logger_->error("refused the manager: {}", why);
-      finish(make_error(errc::invalid_config, "refused the manager: " + why));
+    if (auto why = refuse_manager(spec_.token, handshake_, c.identity, c.proof)) {
+      logger_->error("refused the manager: {}", *why);
+      finish(make_error(errc::invalid_config, "refused the manager: " + *why));
       return;
     }
     schema::join_request req;
@@ -288,12 +284,20 @@ private:
     std::shared_ptr<const token_corpus> corpus;
     if (cfg)
       corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
+    caf::error refused =
+        cfg && corpus ? caf::error{} : make_error(errc::invalid_config, problem);
     std::shared_ptr<const checkpoint> resume;
-    if (cfg && corpus && !a.resume.empty())
-      resume = load_resume(*cfg, a.resume, problem);
-    if (!cfg || !corpus || (!a.resume.empty() && !resume)) {
-      logger_->error("node {}: cannot take the assignment: {}", member_, problem);
-      finish(make_error(errc::invalid_config, problem));
+    if (!refused && !a.resume.empty()) {
+      auto at = checkpoint_at(*cfg, a.resume);
+      if (at)
+        resume = *at;
+      else
+        refused = at.error();
+    }
+    if (refused) {
+      logger_->error("node {}: cannot take the assignment: {}", member_,
+                     describe(refused));
+      finish(std::move(refused));
       return;
     }
     learn_proxy();
@@ -334,22 +338,6 @@ private:
                       ? ", replica of stage " + std::to_string(a.shadow_stage)
                       : std::string(),
                   a.generation, resume ? ", from " + a.resume : std::string());
-  }
-
-  // The checkpoint an assignment starts from (a step directory every node
-  // can reach), checked against the run's configuration.
-  static std::shared_ptr<const checkpoint>
-  load_resume(const train_config& cfg, const std::string& path, std::string& problem) {
-    auto c = load_checkpoint_dir(path, problem);
-    if (!c) {
-      problem = "checkpoint " + path + ": " + problem;
-      return nullptr;
-    }
-    if (c->config != checkpoint_config(cfg)) {
-      problem = "checkpoint " + path + " is of another configuration (" + c->config + ")";
-      return nullptr;
-    }
-    return std::make_shared<const checkpoint>(std::move(*c));
   }
 
   void add_local(target t, const stage_actor& a) {
