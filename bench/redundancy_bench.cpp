@@ -19,6 +19,7 @@
 #include "actors/errors.hpp"
 #include "bench/bench_util.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint.hpp"
 
 using namespace bamboo;
 using bench::median;
@@ -100,7 +101,7 @@ bool checkpoint_cost(const bench_options& b) {
   ck.checkpoints.dir = dir;
   ck.checkpoints.every = 2;
   ck.checkpoints.keep = 1;
-  std::vector<double> lazy, checkpointed, ratio;
+  std::vector<double> lazy, checkpointed, ratio, cpu_share;
   std::size_t written = 0;
   for (int round = 0; round < b.rounds; ++round) {
     // Alternate which goes first, so neither always runs on a warmer machine.
@@ -110,7 +111,10 @@ bool checkpoint_cost(const bench_options& b) {
       if ((i == 0) == (round % 2 == 0)) {
         plain = median_step(run(cfg));
       } else {
+        const double cpu0 = checkpoint_cpu_seconds();
         auto r = run(cfg, ck);
+        // Writer CPU per step over the step time.
+        cpu_share.push_back((checkpoint_cpu_seconds() - cpu0) / b.steps / median_step(r));
         if (!r.checkpoint_failures.empty()) {
           std::fprintf(stderr, "bench: a checkpoint failed: %s\n",
                        r.checkpoint_failures.front().c_str());
@@ -133,6 +137,11 @@ bool checkpoint_cost(const bench_options& b) {
               bench::spread(ratio, "").c_str());
   std::printf("throughput lazy+checkpoints / lazy:             %s\n",
               against(median(ratio), 0.98).c_str());
+  // The writers' own CPU time (hashing, copying to the page cache; they run
+  // in idle time), whatever the step time did: what they would cost if no
+  // core were ever idle.
+  std::printf("writer CPU per step / step time:                %s\n",
+              bench::spread(cpu_share, "").c_str());
   return true;
 }
 

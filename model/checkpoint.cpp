@@ -1,10 +1,17 @@
 #include "model/checkpoint.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include <sys/resource.h>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #include "log/log.hpp"
 #include "model/safetensors.hpp"
@@ -248,6 +255,37 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
   return std::nullopt;
 }
 
+bool run_in_idle_time() {
+#ifdef __linux__
+  // sched_setscheduler(0, ...) applies to the calling thread on Linux.
+  sched_param none{};
+  return sched_setscheduler(0, SCHED_IDLE, &none) == 0;
+#else
+  return false;
+#endif
+}
+
+double thread_cpu_seconds() {
+#ifdef RUSAGE_THREAD
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) * 1e-6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+#else
+  return 0;
+#endif
+}
+
+namespace {
+std::atomic<std::int64_t> checkpoint_cpu_us{0};
+} // namespace
+
+double checkpoint_cpu_seconds() { return double(checkpoint_cpu_us.load()) * 1e-6; }
+
+void add_checkpoint_cpu(double seconds) {
+  checkpoint_cpu_us.fetch_add(static_cast<std::int64_t>(seconds * 1e6));
+}
+
 checkpoint_writer::checkpoint_writer(std::string dir, int keep)
     : dir_(std::move(dir)), keep_(keep), thread_([this] { run(); }) {}
 
@@ -283,6 +321,8 @@ std::vector<std::string> checkpoint_writer::finish() {
 
 void checkpoint_writer::run() {
   auto logger = log::get("bamboo.checkpoint");
+  if (!run_in_idle_time())
+    logger->debug("manifest writer runs at normal priority (no idle class)");
   std::unique_lock<std::mutex> lock{mtx_};
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
@@ -293,7 +333,9 @@ void checkpoint_writer::run() {
     busy_ = true;
     lock.unlock();
     std::string error;
+    const double cpu0 = thread_cpu_seconds();
     const bool ok = write_checkpoint_manifest(dir_, m, keep_, error);
+    add_checkpoint_cpu(thread_cpu_seconds() - cpu0);
     if (ok)
       logger->info("checkpoint of step {} written ({} files) in {}", m.step,
                    m.files.size(), dir_);

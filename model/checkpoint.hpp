@@ -79,6 +79,21 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
                                                  std::vector<std::string>& skipped,
                                                  std::string& error);
 
+// Puts the calling thread in the idle scheduling class (Linux SCHED_IDLE), so a
+// checkpoint writer runs in the cores' idle time (pipeline bubbles, waits on
+// peers) instead of taking a slice from the training threads. False where the
+// system refuses or has no such class: the writer then runs at normal priority.
+bool run_in_idle_time();
+
+// CPU seconds the calling thread has used (user and system).
+double thread_cpu_seconds();
+
+// CPU seconds spent writing checkpoints in this process so far (shard files
+// and manifests, counted by add_checkpoint_cpu): what checkpoints would take
+// from training if no core were ever idle.
+double checkpoint_cpu_seconds();
+void add_checkpoint_cpu(double seconds);
+
 // One background thread writing submitted manifests in order (their stages
 // wrote the files).
 class checkpoint_writer {

@@ -374,81 +374,73 @@ private:
     to_local(resync_atom::value, r.generation, static_cast<std::int64_t>(r.step));
   }
   void handle(const schema::resume& r) { to_local(from_frame(r)); }
+  // The four requests a proxy forwards for its stage: each asks the local
+  // actor and answers the proxy with a frame made from the result, or, for
+  // those that take a refusal, from the error (the others log it).
   void handle(const schema::progress_request& r) {
-    auto a = local();
-    if (!a)
-      return;
-    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
-    self_->request(a, progress_timeout, progress_atom::value, r.generation)
-        .then([this, proxy, id = r.request](
-                  stage_progress& p) { self_->send(proxy, to_wire(to_frame(p, id))); },
-              [this](caf::error& err) {
-                logger_->warn("node {}: no progress to report: {}", member_,
-                              describe(err));
-              });
+    ask_local<stage_progress>(
+        local(), progress_timeout, "progress to report",
+        [id = r.request](stage_progress& p) { return to_frame(p, id); }, no_refusal{},
+        progress_atom::value, r.generation);
   }
   void handle(const schema::state_request& r) {
-    auto a = local();
-    if (!a)
-      return;
-    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
-    self_->request(a, std::chrono::seconds(60), digest_atom::value)
-        .then(
-            [this, proxy, id = r.request](std::vector<schema::tensor_digest>& d) {
-              self_->send(proxy, to_wire(schema::state_report{id, std::move(d)}));
-            },
-            [this](caf::error& err) {
-              logger_->warn("node {}: no state digests to report: {}", member_,
-                            describe(err));
-            });
+    ask_local<std::vector<schema::tensor_digest>>(
+        local(), std::chrono::seconds(60), "state digests to report",
+        [id = r.request](std::vector<schema::tensor_digest>& d) {
+          return schema::state_report{id, std::move(d)};
+        },
+        no_refusal{}, digest_atom::value);
   }
   void handle(const schema::checkpoint_request& c) {
-    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
-    auto a = local();
-    if (!a) {
-      self_->send(proxy, to_wire(schema::checkpoint_written{
-                             c.request, "", "", 0, 0, "no stage for this checkpoint"}));
-      return;
-    }
-    self_
-        ->request(a, std::chrono::seconds(120), checkpoint_atom::value, c.dir,
-                  static_cast<std::int64_t>(c.step))
-        .then(
-            [this, proxy, id = c.request](checkpoint_shard& f) {
-              self_->send(proxy, to_wire(schema::checkpoint_written{
-                                     id, f.file, f.sha256, f.bytes, f.tensors, ""}));
-            },
-            [this, proxy, id = c.request](caf::error& err) {
-              self_->send(proxy, to_wire(schema::checkpoint_written{id, "", "", 0, 0,
-                                                                    describe(err)}));
-            });
+    ask_local<checkpoint_shard>(
+        local(), std::chrono::seconds(120), "checkpoint file",
+        [id = c.request](checkpoint_shard& f) {
+          return schema::checkpoint_written{id, f.file, f.sha256, f.bytes, f.tensors, ""};
+        },
+        [id = c.request](const std::string& why) {
+          return schema::checkpoint_written{id, "", "", 0, 0, why};
+        },
+        checkpoint_atom::value, c.dir, static_cast<std::int64_t>(c.step));
   }
   // Re-homing: an owner sends its state, or a replica added to this node (its
   // target names the stage) is created and loads it.
   void handle(const schema::state_copy& c) {
     learn_proxy();
-    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
     auto a = local();
     if (!a)
       a = add_replica(schema::added_replica_stage(target_));
+    ask_local<state_copy>(
+        a, std::chrono::seconds(120), "state copy",
+        [id = c.request](state_copy& r) {
+          return schema::state_copied{id, r.digest, r.bytes, ""};
+        },
+        [id = c.request](const std::string& why) {
+          return schema::state_copied{id, 0, 0, why};
+        },
+        copy_atom::value, c.generation, static_cast<std::int64_t>(c.step));
+  }
+
+  struct no_refusal {};
+
+  // Asks `a` and answers the proxy that sent the current frame. `refuse`
+  // makes the answer to an error, or is no_refusal: the error is logged.
+  template <class Result, class Answer, class Refuse, class... Ts>
+  void ask_local(const stage_actor& a, std::chrono::seconds timeout, const char* what,
+                 Answer answer, Refuse refuse, Ts&&... xs) {
+    auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
+    auto fail = [this, proxy, what, refuse](const std::string& why) {
+      if constexpr (std::is_same_v<Refuse, no_refusal>)
+        logger_->warn("node {}: no {}: {}", member_, what, why);
+      else
+        self_->send(proxy, to_wire(refuse(why)));
+    };
     if (!a) {
-      self_->send(proxy,
-                  to_wire(schema::state_copied{c.request, 0, 0,
-                                               "node " + std::to_string(node_) +
-                                                   " has no actor for this state copy"}));
+      fail("node " + std::to_string(node_) + " has no actor for this request");
       return;
     }
-    self_
-        ->request(a, std::chrono::seconds(120), copy_atom::value, c.generation,
-                  static_cast<std::int64_t>(c.step))
-        .then(
-            [this, proxy, id = c.request](state_copy& r) {
-              self_->send(proxy,
-                          to_wire(schema::state_copied{id, r.digest, r.bytes, ""}));
-            },
-            [this, proxy, id = c.request](caf::error& err) {
-              self_->send(proxy, to_wire(schema::state_copied{id, 0, 0, describe(err)}));
-            });
+    self_->request(a, timeout, std::forward<Ts>(xs)...)
+        .then([this, proxy, answer](Result& r) { self_->send(proxy, to_wire(answer(r))); },
+              [fail](caf::error& err) { fail(describe(err)); });
   }
 
   // A new, empty replica of `stage` in this node's group; invalid when this

@@ -247,32 +247,40 @@ int main(int argc, char** argv) {
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  std::printf("%-28s %6s %10s %10s %6s %6s %9s %8s %10s %12s\n", "policy", "seed",
-              "steps", "samples/s", "preempt", "fatal", "instances", "$/h", "value",
-              "samples/$");
+  std::printf("%-28s %6s %8s %10s %10s %6s %6s %9s %8s %10s %12s\n", "policy", "seed",
+              "hours", "steps", "samples/s", "preempt", "fatal", "instances", "$/h",
+              "value", "samples/$");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& s = results[i].summary;
-    std::printf("%-28s %6llu %10lld %10.3f %6d %6d %9.2f %8.2f %10.4f %12.1f\n",
+    std::printf("%-28s %6llu %8.2f %10lld %10.3f %6d %6d %9.2f %8.2f %10.4f %12.1f\n",
                 runs[i].label().c_str(), static_cast<unsigned long long>(runs[i].seed),
-                static_cast<long long>(s.steps), s.samples_per_s, s.preemptions,
+                s.hours, static_cast<long long>(s.steps), s.samples_per_s, s.preemptions,
                 s.fatal_failures, s.mean_instances, s.cost_per_h, s.value,
                 s.samples_per_dollar);
   }
+  std::printf("value: the original simulator's time average of (samples/s) / ($/h), "
+              "redone work included; samples/$: samples kept per dollar spent\n");
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (results[i].summary.steps == 0)
+      std::fprintf(stderr,
+                   "bamboo-sim: note: %s (seed %llu) trained no step: the trace never "
+                   "held a whole pipeline of %d instances long enough\n",
+                   runs[i].label().c_str(),
+                   static_cast<unsigned long long>(runs[i].seed), base.prof.stages);
   if (timing)
     std::printf("timing: %zu runs in %.3f s on %d threads\n", runs.size(), took,
                 n_threads);
 
   if (!summary_path.empty()) {
-    std::string text;
-    if (runs.size() == 1) {
-      text = summary_json(results[0].summary, runs[0].label(), base.prof.name);
-    } else {
-      text = "[\n";
-      for (std::size_t i = 0; i < runs.size(); ++i)
-        text += summary_json(results[i].summary, runs[i].label(), base.prof.name) +
-                (i + 1 < runs.size() ? ",\n" : "");
-      text += "]\n";
+    // Always an array, one object per run, whatever the grid's size.
+    std::string text = "[\n";
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      auto one = summary_json(results[i].summary, runs[i].label(), base.prof.name,
+                              runs[i].seed);
+      one.pop_back(); // its newline: the comma goes after the brace
+      text += one + (i + 1 < runs.size() ? ",\n" : "\n");
     }
+    text += "]\n";
     if (!write_file(summary_path, text))
       return bad("cannot write '" + summary_path + "'");
   }
@@ -280,12 +288,17 @@ int main(int argc, char** argv) {
     return bad("cannot write '" + series_path + "'");
   if (!plot_path.empty()) {
     std::vector<plot_line> lines;
-    double hours = 0;
+    // One time axis: the spot runs' span (on-demand, which has no trace to
+    // end it, runs to its step target and is cut there).
+    double hours = 0, on_demand_hours = 0;
     for (std::size_t i = 0; i < runs.size(); ++i)
       if (runs[i].seed == seed_lo) {
         lines.push_back({runs[i].label(), &results[i].series});
-        hours = std::max(hours, results[i].summary.hours);
+        auto& h = runs[i].policy == policy_kind::on_demand ? on_demand_hours : hours;
+        h = std::max(h, results[i].summary.hours);
       }
+    if (hours <= 0)
+      hours = on_demand_hours;
     if (!write_file(plot_path, plot_svg(lines, hours)))
       return bad("cannot write '" + plot_path + "'");
   }

@@ -58,6 +58,16 @@ bool parse_timestamp(const std::string& date, const std::string& time, std::int6
   return true;
 }
 
+// A line's cells as the user wrote them, for an error: "'5,explode,n1'".
+std::string shown(const std::vector<std::string>& cells, const char* sep) {
+  std::string text;
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    text += (i ? sep : "") + cells[i];
+  if (text.size() > 80)
+    text = text.substr(0, 77) + "...";
+  return "'" + text + "'";
+}
+
 trace_result
 parse_events(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
              const std::string& origin) {
@@ -68,7 +78,7 @@ parse_events(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
     auto where = origin + ":" + std::to_string(line) + ": ";
     if (cells.size() != 3 || !all_digits(cells[0]) ||
         (cells[1] != "add" && cells[1] != "remove") || cells[2].empty()) {
-      r.error = where + "expected 'delta_ms,add|remove,node'";
+      r.error = where + shown(cells, ",") + " is not 'delta_ms,add|remove,node'";
       return r;
     }
     trace_event e;
@@ -114,8 +124,8 @@ parse_counts(const std::vector<std::pair<int, std::vector<std::string>>>& rows,
     std::int64_t ms = 0;
     if (cells.size() != 3 || !parse_timestamp(cells[0], cells[1], ms) ||
         !all_digits(cells[2])) {
-      r.error = origin + ":" + std::to_string(line) +
-                ": expected 'YYYY-MM-DD, HH:MM:SS, count'";
+      r.error = origin + ":" + std::to_string(line) + ": " + shown(cells, ", ") +
+                " is not 'YYYY-MM-DD, HH:MM:SS, count'";
       return r;
     }
     points.push_back({ms, std::stoi(cells[2])});

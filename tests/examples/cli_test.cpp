@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -257,15 +258,68 @@ TEST_CASE("bamboo-sim replays a published trace and writes its outputs", "[examp
                        " --plot " + dir.file("sim.svg"));
   INFO(r.output);
   REQUIRE(r.status == 0);
+  CHECK(r.output.find(" hours ") != std::string::npos); // the table's duration
+  CHECK(r.output.find("value: ") != std::string::npos); // and what value means
   std::ifstream in(dir.file("sim.json"));
   std::string json((std::istreambuf_iterator<char>(in)), {});
+  CHECK(json.rfind("[\n{", 0) == 0); // an array even for one run
   for (auto key :
        {"\"steps\"", "\"preemptions\"", "\"fatal_failures\"", "\"mean_instances\"",
-        "\"samples_per_s\"", "\"cost_per_h\"", "\"value\""})
+        "\"samples_per_s\"", "\"cost_per_h\"", "\"value\"", "\"hours\"", "\"seed\""})
     CHECK(json.find(key) != std::string::npos);
   std::ifstream svg(dir.file("sim.svg"));
   std::string plot((std::istreambuf_iterator<char>(svg)), {});
   CHECK(plot.find("<polyline") != std::string::npos);
+}
+
+TEST_CASE("a bamboo-sim policy grid plots every run on one time axis with a legend "
+          "that fits and a useful-progress panel",
+          "[examples]") {
+  const std::string trace = std::string(BAMBOO_TRACES_DIR) + "/aws-p3-trace.csv";
+  const scratch_dir dir;
+  auto r = run_command(std::string(BAMBOO_SIM_BIN) + " --trace " + trace +
+                       " --policy bamboo-nsdi23 --policy bamboo --policy "
+                       "checkpoint-restart --policy on-demand --summary " +
+                       dir.file("grid.json") + " --plot " + dir.file("grid.svg"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream in(dir.file("grid.json"));
+  std::string json((std::istreambuf_iterator<char>(in)), {});
+  std::size_t objects = 0;
+  for (auto at = json.find("\"policy\""); at != std::string::npos;
+       at = json.find("\"policy\"", at + 1))
+    ++objects;
+  CHECK(objects == 4);
+  std::ifstream svg(dir.file("grid.svg"));
+  std::string plot((std::istreambuf_iterator<char>(svg)), {});
+  const auto width = std::stoi(plot.substr(plot.find("width=\"") + 7));
+  std::set<std::string> strokes;
+  for (auto label : {"bamboo-nsdi23", "bamboo/lazy", "checkpoint-restart", "on-demand"}) {
+    // Each run in the legend, its text inside the canvas, in a colour of its own.
+    const auto at = plot.find(std::string(">") + label + "</text>");
+    REQUIRE(at != std::string::npos);
+    const auto row = plot.rfind("<line", at);
+    const auto x = std::stoi(plot.substr(plot.find(" x=\"", row) + 4));
+    CHECK(x + 8 * static_cast<int>(std::string(label).size()) < width);
+    strokes.insert(plot.substr(plot.find("stroke=\"", row) + 8, 7));
+  }
+  CHECK(strokes.size() == 4);
+  CHECK(plot.find("useful progress") != std::string::npos);
+  // The spot runs end at 11.4 h; on-demand (176 h to its target) is cut there:
+  // no x tick past 12.
+  CHECK(plot.find(">12</text>") == std::string::npos);
+  CHECK(plot.find(">10</text>") != std::string::npos);
+}
+
+TEST_CASE("bamboo-sim says so when a run trains no step", "[examples]") {
+  const scratch_dir dir;
+  std::ofstream(dir.file("few.csv")) << "0,add,n1\n1000,add,n2\n";
+  auto r = run_command(std::string(BAMBOO_SIM_BIN) + " --trace " + dir.file("few.csv") +
+                       " --duration 1h");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("bamboo-nsdi23 (seed 1) trained no step: the trace never held a "
+                      "whole pipeline of 12 instances") != std::string::npos);
 }
 
 TEST_CASE("a later option overrides an earlier one, as the demo's users expect, and "
