@@ -60,6 +60,9 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   // heartbeat of a node that fell silent (a worker process's loss is timed by
   // nobody here: its latency counts from the detection).
   auto kill = spec_.injector ? spec_.injector->fired_for(node) : std::nullopt;
+  if (!kill && spec_.injector && cause == failover_cause::connection_lost &&
+      spec_.injector->claim_announced(id(node), step_))
+    cause = failover_cause::preempted; // the launcher's kill -9, as embedded says
   std::optional<clock_type::time_point> since;
   if (kill)
     since = kill->at;
@@ -100,7 +103,8 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   // End the old generation: every transfer still waiting on the dead node
   // fails now, not at a transport timeout.
   end_generation("generation " + std::to_string(plan_.generation) + " ended: node " +
-                 std::to_string(node) + " lost");
+                 std::to_string(node) +
+                 (at_boundary ? " handed its stages over" : " lost"));
   for (int s = 0; s < plan_.stages; ++s)
     if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
       shadow_actor_[s] = stage_actor{};

@@ -238,6 +238,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     return make_error(errc::checkpoint_failed, replan_files.problem());
   }
   auto replans = std::make_shared<checkpoint_writer>(replan_files.path(), 1);
+  auto announced = std::make_shared<preemption_injector>(opts.announced_kills);
   std::size_t replan_failures = 0;
 
   // One manager per plan: the first on the first `stages` workers that joined
@@ -270,6 +271,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     spec.keep_nodes_on_failure = writer != nullptr;
     spec.first_event = first_event;
     spec.replans = replans;
+    spec.injector = announced;
     spec.standby = standby();
     spec.target_stages = cfg.stages;
     auto manager = spawn_manager(sys, spec);

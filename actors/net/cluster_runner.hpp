@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
 
 #include "actors/net/network.hpp"
 #include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/plan/preemption.hpp"
 #include "actors/plan/run_record.hpp"
 #include "actors/resume_point.hpp"
 #include "model/config.hpp"
@@ -32,6 +34,10 @@ struct cluster_options {
   tls_files tls;                  // with all three: the port speaks only TLS
   std::size_t frame_limit = schema::default_frame_limit;
   heartbeat_policy heartbeats;
+  // Kills a launcher will do (node=N@step=K, N the member id): the connection
+  // drop they cause is recorded as a preemption, as embedded runs record
+  // theirs, instead of as a crash.
+  std::vector<preempt_spec> announced_kills;
   std::chrono::milliseconds join_timeout{std::chrono::minutes(2)};
   // Workers to wait for before the first step (0: cfg.stages); those beyond
   // the plan wait as standby, as do workers that join later. At a step

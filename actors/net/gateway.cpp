@@ -5,6 +5,7 @@
 #include <set>
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
@@ -79,8 +80,34 @@ private:
   void stranger(const char* what) {
     auto sender = self_->current_sender();
     if (remember(told_, sender))
-      logger_->warn("dropped {} from {}: only this process sends it", what,
-                    caf::to_string(sender));
+      with_address(sender, [this, what = std::string(what)](const std::string& from) {
+        logger_->warn("dropped {} from {}: only this process sends it", what, from);
+      });
+  }
+
+  // A refused join, logged with where it came from.
+  void refused(const peer& sender, const std::string& why) {
+    with_address(sender, [this, why](const std::string& from) {
+      logger_->warn("refused a join from {}: {}", from, why);
+    });
+  }
+
+  // Calls `log` with the peer's address ("127.0.0.1:41234"), which the
+  // middleman knows from the connection: a CAF node id alone tells a user
+  // nothing. The node id stands in when no connection is known.
+  template <class Log>
+  void with_address(const peer& sender, Log log) {
+    if (!sender || sender->node() == self_->node())
+      return log(sender ? "this process" : "an anonymous sender");
+    auto node = sender->node();
+    auto mm = self_->home_system().middleman().actor_handle();
+    self_->request(mm, std::chrono::seconds(5), caf::get_atom::value, node)
+        .then(
+            [log, node](const caf::node_id&, const std::string& host, std::uint16_t port) {
+              log(host.empty() ? "node " + caf::to_string(node)
+                               : host + ":" + std::to_string(port));
+            },
+            [log, node](caf::error&) { log("node " + caf::to_string(node)); });
   }
 
   // Bounded state per unjoined peer: past max_strangers, nothing is remembered
@@ -104,10 +131,9 @@ private:
       return;
     if (r.nonce.size() != nonce_bytes || !sender ||
         r.identity != caf::to_string(sender->node())) {
-      logger_->warn("refused a join from {}: {}", caf::to_string(sender),
-                    r.nonce.size() != nonce_bytes
-                        ? "no nonce of its own (a worker before version 1.6)"
-                        : "its identity is not the node it sends from (a relay?)");
+      refused(sender, r.nonce.size() != nonce_bytes
+                          ? "no nonce of its own (a worker before version 1.6)"
+                          : "its identity is not the node it sends from (a relay?)");
       reply(schema::join_refused{r.nonce.size() != nonce_bytes
                                      ? "the join needs a nonce of " +
                                            std::to_string(nonce_bytes) + " bytes"
@@ -127,8 +153,7 @@ private:
     auto it = pending_.find(sender);
     if (it == pending_.end()) {
       if (remember(told_, sender)) {
-        logger_->warn("refused a join from {}: no challenge was asked for",
-                      caf::to_string(sender));
+        refused(sender, "no challenge was asked for");
         reply(schema::join_refused{"ask for a challenge first"});
       }
       return;
@@ -136,8 +161,7 @@ private:
     const auto h = std::move(it->second);
     pending_.erase(it);
     if (!check_proof(spec_.token, proof_role::worker, h, j.proof)) {
-      logger_->warn("refused a join from {}: wrong cluster token",
-                    caf::to_string(sender));
+      refused(sender, "wrong cluster token");
       reply(schema::join_refused{"wrong cluster token"});
       return;
     }

@@ -69,6 +69,16 @@ bool preemption_injector::should_kill(int node, std::int64_t k, int index, int o
   return false;
 }
 
+bool preemption_injector::claim_announced(int node, std::int64_t k) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (std::size_t i = 0; i < kills_.size(); ++i)
+    if (!used_[i] && kills_[i].node == node && kills_[i].step <= k) {
+      used_[i] = true; // no kill time: the launcher's clock is not ours
+      return true;
+    }
+  return false;
+}
+
 std::vector<preemption_injector::fired_kill> preemption_injector::fired() const {
   std::lock_guard<std::mutex> guard{mtx_};
   return fired_;

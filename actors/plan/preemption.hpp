@@ -42,6 +42,10 @@ public:
   bool should_kill(int node, std::int64_t k, int index, int ops);
   std::vector<fired_kill> fired() const;
   std::optional<fired_kill> fired_for(int node) const;
+  // Across processes a launcher does the kill and the manager only sees a
+  // connection drop: true (once) when `node`'s drop in step k is a kill
+  // announced for that step or before, which then counts as a preemption.
+  bool claim_announced(int node, std::int64_t k);
   const std::vector<preempt_spec>& planned() const { return kills_; }
 
 private:

@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
                  "how long to wait for the workers to join")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  // bamboo-train --processes says which kills it will do (not in --help: it
+  // is the launcher's, and kills nothing).
+  std::vector<std::string> announced;
+  app.add_option("--announced-kill", announced, "node=N@step=K")->group("");
   if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-manager"))
     return *status;
   if (auto problem = train.finish()) {
@@ -104,6 +108,14 @@ int main(int argc, char** argv) {
     std::cerr << "bamboo-manager: error: --preempt injects kills in embedded mode; "
                  "preempt worker processes with signals\n";
     return 2;
+  }
+  for (const auto& a : announced) {
+    double no_rate = 0;
+    if (auto problem = parse_preempt(a, c.announced_kills, no_rate); problem || no_rate > 0) {
+      std::cerr << "bamboo-manager: error: --announced-kill '" << a
+                << "': " << (problem ? *problem : "node=N@step=K, not a rate") << "\n";
+      return 2;
+    }
   }
   log::set_level(o.log_level);
   auto token = process::token_or_complain("bamboo-manager", token_file);

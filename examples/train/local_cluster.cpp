@@ -211,6 +211,11 @@ int run_local_cluster(const local_cluster_options& lo) {
     std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0", "--token-file",
                                    token.path()};
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
+    for (std::size_t i = 0; i < kills.size(); ++i) // the manager calls them preemptions
+      if (!fired[i])
+        margs.insert(margs.end(),
+                     {"--announced-kill", "node=" + std::to_string(kills[i].node) +
+                                              "@step=" + std::to_string(kills[i].step)});
     if (attempt > 0 && !lo.resume && has_complete_checkpoint(lo.checkpoint_dir))
       margs.emplace_back("--resume");
     auto manager = start(margs);

@@ -76,7 +76,7 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   std::ofstream(dir.file("unordered.csv")) << "0,add,a\n0,add,b\n9,remove,a\n5,add,c\n";
   std::ofstream(dir.file("small.csv")) << "0,add,a\n7,add,b\n";
   check_rejected("--processes --stages 2 --spot-trace " + dir.file("unknown.csv"),
-                 "unknown.csv:3: expected 'delta_ms,add|remove,node'");
+                 "unknown.csv:3: '5,launch,c' is not 'delta_ms,add|remove,node'");
   check_rejected("--processes --stages 2 --spot-trace " + dir.file("unordered.csv"),
                  "unordered.csv:4: time 5 goes back (previous 9)");
   check_rejected("--processes --stages 2 --spot-trace " + dir.file("small.csv"),

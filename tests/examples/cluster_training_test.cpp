@@ -236,7 +236,9 @@ TEST_CASE("a quiet run across processes still has its preemption (bamboo-train "
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
   check_state(run.digests, expected);
-  CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 1);
+  // The launcher's kill is a preemption, as embedded mode calls its kills.
+  CHECK(std::count(m.events.begin(), m.events.end(), "preempted+failover") == 1);
+  CHECK(log.find("node 2 lost in step 3 (preempted") != std::string::npos);
 }
 
 TEST_CASE("across processes a stage left without a shadow gets one on its new "
@@ -268,7 +270,7 @@ TEST_CASE("across processes a stage left without a shadow gets one on its new "
   check_losses(m, expected);
   // The re-homed shadow of stage 3 is among the shadows checked against owners.
   check_state(run.digests, expected);
-  CHECK(std::count(m.events.begin(), m.events.end(), "failover") == 2);
+  CHECK(std::count(m.events.begin(), m.events.end(), "preempted+failover") == 2);
   CHECK(m.events.at(4) == "degraded: stage 1 unprotected; node 0 runs stages 0 1");
   CHECK(m.events.at(9) ==
         "degraded: stage 1 unprotected; stage 2 unprotected; node 0 runs stages 0 1 2");
