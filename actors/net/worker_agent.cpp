@@ -8,13 +8,13 @@
 #include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
 #include "actors/failure_detector.hpp"
+#include "actors/net/assignment.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/control_store.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/gateway.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/node.hpp"
-#include "actors/resume_point.hpp"
 #include "actors/stage_actor.hpp"
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
@@ -279,25 +279,11 @@ private:
         proxies_[it->first] = it->second.second;
       it = it->second.first <= generation_ ? early_.erase(it) : std::next(it);
     }
-    std::string problem;
-    auto cfg = from_settings(a.config, problem);
-    std::shared_ptr<const token_corpus> corpus;
-    if (cfg)
-      corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
-    caf::error refused =
-        cfg && corpus ? caf::error{} : make_error(errc::invalid_config, problem);
-    std::shared_ptr<const checkpoint> resume;
-    if (!refused && !a.resume.empty()) {
-      auto at = checkpoint_at(*cfg, a.resume);
-      if (at)
-        resume = *at;
-      else
-        refused = at.error();
-    }
-    if (refused) {
+    auto in = take_assignment(a);
+    if (!in) {
       logger_->error("node {}: cannot take the assignment: {}", member_,
-                     describe(refused));
-      finish(std::move(refused));
+                     describe(in.error()));
+      finish(in.error());
       return;
     }
     learn_proxy();
@@ -305,30 +291,23 @@ private:
     registry_ =
         store_port_ == 0
             ? std::make_shared<transport_registry>(
-                  cfg->stages,
+                  in->cfg.stages,
                   std::make_shared<control_store>(caf::actor_cast<caf::actor>(self_)),
                   spec_.advertise)
-            : std::make_shared<transport_registry>(cfg->stages, spec_.store_host,
+            : std::make_shared<transport_registry>(in->cfg.stages, spec_.store_host,
                                                    store_port_, spec_.advertise);
-    cfg_ = *cfg;
-    corpus_ = corpus;
-    parts_ = partition(layer_costs(cfg->model), cfg->stages);
-    node_ = static_cast<int>(a.node);
-    node_assignment na;
-    na.node = node_;
-    na.stage = static_cast<int>(a.stage);
-    na.range = parts_.at(a.stage);
-    na.shadow_stage = a.shadow_stage;
-    if (a.shadow_stage >= 0)
-      na.shadow_range = parts_.at(static_cast<std::size_t>(a.shadow_stage));
+    cfg_ = in->cfg;
+    corpus_ = in->corpus;
+    parts_ = in->parts;
+    node_ = in->node.node;
     node_resources res;
-    res.cfg = *cfg;
-    res.corpus = corpus;
+    res.cfg = in->cfg;
+    res.corpus = in->corpus;
     res.transports = registry_;
     res.sync = shadow_sync::transport;
     res.detector = false; // this agent heartbeats for the process
-    res.resume = resume;
-    auto h = spawn_node(self_, na, res);
+    res.resume = in->resume;
+    auto h = spawn_node(self_, in->node, res);
     group_ = h.group;
     add_local(target::stage, h.stage);
     if (h.shadow)
@@ -337,7 +316,7 @@ private:
                   a.shadow_stage >= 0
                       ? ", replica of stage " + std::to_string(a.shadow_stage)
                       : std::string(),
-                  a.generation, resume ? ", from " + a.resume : std::string());
+                  a.generation, in->resume ? ", from " + a.resume : std::string());
   }
 
   void add_local(target t, const stage_actor& a) {

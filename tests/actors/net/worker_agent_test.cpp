@@ -9,6 +9,7 @@
 #include <random>
 
 #include "actors/errors.hpp"
+#include "actors/net/assignment.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/wire_values.hpp"
@@ -243,4 +244,50 @@ TEST_CASE("progress reports and resume orders cross the wire unchanged",
   CHECK(back.resend_gradients.empty());
   CHECK(back.delivered_gradients == std::vector<int>{0});
   CHECK(back.frc_enabled);
+}
+
+TEST_CASE("an assignment is taken only with a valid configuration, its data, stages in "
+          "range and a checkpoint of this run",
+          "[actors]") {
+  train_config cfg;
+  cfg.model.layers = 2;
+  cfg.model.d_model = 32;
+  cfg.model.heads = 2;
+  cfg.model.seq_len = 16;
+  cfg.stages = 2;
+  cfg.micro_batch = 2;
+  cfg.global_batch = 4;
+  schema::assign a;
+  a.node = 3;
+  a.stage = 1;
+  a.shadow_stage = 0;
+  a.config = to_settings(cfg);
+  auto in = take_assignment(a);
+  REQUIRE(in);
+  CHECK(in->node.node == 3);
+  CHECK(in->node.stage == 1);
+  CHECK(in->node.range.first == in->parts.at(1).first);
+  CHECK(in->node.shadow_range.last == in->parts.at(0).last);
+  CHECK(in->resume == nullptr);
+
+  auto refused = [](const schema::assign& x) {
+    auto r = take_assignment(x);
+    REQUIRE_FALSE(r);
+    return describe(r.error());
+  };
+  auto b = a;
+  b.stage = 2; // a run of two stages
+  CHECK(refused(b) == "invalid_config: stage 2 (replica 0) of a run of 2 stages");
+  b = a;
+  b.shadow_stage = 5;
+  CHECK(refused(b).find("replica 5") != std::string::npos);
+  b = a;
+  b.config.data = "/nonexistent/corpus.bin";
+  CHECK(refused(b).find("/nonexistent/corpus.bin") != std::string::npos);
+  b = a;
+  b.resume = "/nonexistent/step-00000004";
+  CHECK(refused(b).find("step-00000004") != std::string::npos);
+  b = a;
+  b.config.global_batch = 3; // not a multiple of the micro-batch
+  CHECK(refused(b).rfind("invalid_config: ", 0) == 0);
 }
