@@ -19,11 +19,6 @@
 
 namespace bamboo {
 
-// How long a surviving owner may take to say what it has done of the step
-// during a recovery; an owner that stays silent that long is declared lost
-// (else the recovery would wait for it forever).
-inline constexpr std::chrono::seconds progress_timeout{30};
-
 class preemption_injector;
 class checkpoint_writer;
 

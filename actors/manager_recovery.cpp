@@ -143,7 +143,7 @@ void manager_state::start_recovery() {
       continue;
     awaiting_.insert(s);
     self_
-        ->request(owner_actor_[s], progress_timeout, progress_atom::value,
+        ->request(owner_actor_[s], spec_.heartbeats.progress, progress_atom::value,
                   plan_.generation)
         .then(
             [this, round, s](stage_progress& p) {
@@ -163,7 +163,8 @@ void manager_state::start_recovery() {
               if (round == round_ && awaiting_.count(s) && silent)
                 node_lost(node, failover_cause::actor_down,
                           "no progress report within " +
-                              std::to_string(progress_timeout.count()) + " s",
+                              std::to_string(spec_.heartbeats.progress.count()) +
+                              " ms",
                           false);
             });
   }

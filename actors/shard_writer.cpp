@@ -19,7 +19,7 @@ caf::behavior shard_writer(caf::event_based_actor* self, shard_snapshot s) {
       [self, s = std::move(s)](write_atom) -> caf::result<checkpoint_shard> {
         self->quit();
         // A detached actor has this thread to itself until it quits.
-        run_in_idle_time();
+        lower_writer_priority();
         std::string error;
         const double cpu0 = thread_cpu_seconds();
         auto shard = write_checkpoint_shard(s.step_dir, s.file, s.step, s.tensors, error);

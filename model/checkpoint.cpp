@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 
 #ifdef __linux__
-#include <sched.h>
+#include <unistd.h>
 #endif
 
 #include "log/log.hpp"
@@ -255,11 +255,10 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
   return std::nullopt;
 }
 
-bool run_in_idle_time() {
+bool lower_writer_priority() {
 #ifdef __linux__
-  // sched_setscheduler(0, ...) applies to the calling thread on Linux.
-  sched_param none{};
-  return sched_setscheduler(0, SCHED_IDLE, &none) == 0;
+  // On Linux a nice value is a thread's own: this thread's id, not the process's.
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), checkpoint_writer_nice) == 0;
 #else
   return false;
 #endif
@@ -321,8 +320,8 @@ std::vector<std::string> checkpoint_writer::finish() {
 
 void checkpoint_writer::run() {
   auto logger = log::get("bamboo.checkpoint");
-  if (!run_in_idle_time())
-    logger->debug("manifest writer runs at normal priority (no idle class)");
+  if (!lower_writer_priority())
+    logger->debug("manifest writer runs at normal priority");
   std::unique_lock<std::mutex> lock{mtx_};
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });

@@ -79,11 +79,13 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
                                                  std::vector<std::string>& skipped,
                                                  std::string& error);
 
-// Puts the calling thread in the idle scheduling class (Linux SCHED_IDLE), so a
-// checkpoint writer runs in the cores' idle time (pipeline bubbles, waits on
-// peers) instead of taking a slice from the training threads. False where the
-// system refuses or has no such class: the writer then runs at normal priority.
-bool run_in_idle_time();
+// Lowers the calling thread's priority (nice 10), so that a checkpoint writer
+// yields to the training threads but still finishes within a few steps. Not
+// the idle class (SCHED_IDLE): on busy cores it starves a writer for many
+// steps, and a node that dies takes its unfinished shard with it, leaving a
+// rollback without a recent checkpoint. False where the system refuses.
+inline constexpr int checkpoint_writer_nice = 10;
+bool lower_writer_priority();
 
 // CPU seconds the calling thread has used (user and system).
 double thread_cpu_seconds();

@@ -88,6 +88,7 @@ transport_registry::join(int rank, std::uint64_t generation, std::string& error)
     return hub->endpoint(rank);
   }
   gloo_group_spec spec;
+  spec.timeout = timeout_;
   spec.store_host = store_host_;
   spec.store_port = store_port_;
   spec.device_host = device_host_;

@@ -6,6 +6,7 @@
 // ask for the same rank and generation share one endpoint.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -47,6 +48,9 @@ public:
   void abort(std::uint64_t generation, const std::string& reason);
   // Ends every generation joined so far (the node leaves the plan).
   void abort_all(const std::string& reason);
+  // How long one Gloo transfer or rendezvous may take (default
+  // default_gloo_timeout); for generations joined after the call.
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
 private:
   struct slot; // one rank's endpoint of one generation, once it is joined
@@ -60,6 +64,7 @@ private:
   std::uint16_t store_port_ = 0;
   std::string device_host_ = "127.0.0.1";
   std::shared_ptr<rendezvous_store> rendezvous_;
+  std::chrono::milliseconds timeout_{std::chrono::seconds(30)};
   std::mutex mtx_;
   std::map<std::uint64_t, std::shared_ptr<local_hub>> hubs_;
   std::map<std::pair<std::uint64_t, int>, std::shared_ptr<slot>> slots_;

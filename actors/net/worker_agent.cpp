@@ -120,7 +120,7 @@ private:
                            caf::to_string(spec_.gateway->node())};
     send_gateway(schema::challenge_request{0xffffffffu, handshake_.worker_nonce,
                                            handshake_.worker_id});
-    self_->delayed_send(self_, default_join_timeout, join_timeout_atom::value,
+    self_->delayed_send(self_, spec_.join_timeout, join_timeout_atom::value,
                         ++attempts_);
   }
 
@@ -296,6 +296,7 @@ private:
                   spec_.advertise)
             : std::make_shared<transport_registry>(in->cfg.stages, spec_.store_host,
                                                    store_port_, spec_.advertise);
+    registry_->set_timeout(spec_.transport_timeout);
     cfg_ = in->cfg;
     corpus_ = in->corpus;
     parts_ = in->parts;
@@ -358,7 +359,7 @@ private:
   // those that take a refusal, from the error (the others log it).
   void handle(const schema::progress_request& r) {
     ask_local<stage_progress>(
-        local(), progress_timeout, "progress to report",
+        local(), spec_.progress_timeout, "progress to report",
         [id = r.request](stage_progress& p) { return to_frame(p, id); }, no_refusal{},
         progress_atom::value, r.generation);
   }
@@ -404,7 +405,7 @@ private:
   // Asks `a` and answers the proxy that sent the current frame. `refuse`
   // makes the answer to an error, or is no_refusal: the error is logged.
   template <class Result, class Answer, class Refuse, class... Ts>
-  void ask_local(const stage_actor& a, std::chrono::seconds timeout, const char* what,
+  void ask_local(const stage_actor& a, std::chrono::milliseconds timeout, const char* what,
                  Answer answer, Refuse refuse, Ts&&... xs) {
     auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
     auto fail = [this, proxy, what, refuse](const std::string& why) {

@@ -30,12 +30,18 @@ struct worker_spec {
   std::size_t frame_limit = schema::default_frame_limit;
   // The heartbeat period until the manager sets one in its join acceptance.
   std::chrono::milliseconds heartbeat_period = default_heartbeat_period;
+  // How long the manager may take to answer a join, before the worker gives up.
+  std::chrono::milliseconds join_timeout = std::chrono::seconds(10);
+  // How long a local actor may take to report its progress (the manager's
+  // --progress-timeout-s bounds the whole exchange).
+  std::chrono::milliseconds progress_timeout = default_progress_timeout;
+  // How long one tensor transfer may take (Gloo's own deadline; a lost peer
+  // ends its generation's transfers long before).
+  std::chrono::milliseconds transport_timeout = std::chrono::seconds(30);
   // Called on the agent's thread when the manager accepts the join (again:
   // after a fence, as a new node). The app says so; the library prints nothing.
   std::function<void(int node, bool again)> on_joined;
 };
-
-inline constexpr std::chrono::seconds default_join_timeout{10};
 
 // (notice_atom, deadline_ms) to the agent: this process has a preemption
 // notice (SIGTERM); the agent tells the manager and goes on until told to leave.

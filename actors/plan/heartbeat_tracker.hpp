@@ -12,10 +12,16 @@ namespace bamboo {
 
 inline constexpr std::chrono::milliseconds default_heartbeat_period{200};
 inline constexpr int default_heartbeat_misses = 5;
+// How long a live owner may take to say what it has done of a step during a
+// recovery; one that stays silent that long is declared lost (else the
+// recovery would wait for it forever).
+inline constexpr std::chrono::milliseconds default_progress_timeout{
+    std::chrono::seconds(30)};
 
 struct heartbeat_policy {
   std::chrono::milliseconds period = default_heartbeat_period;
   int misses = default_heartbeat_misses;
+  std::chrono::milliseconds progress = default_progress_timeout;
   // Silent for longer than this: declared lost.
   std::chrono::milliseconds timeout() const { return period * misses; }
   // A transfer that failed (often the first sign of a dead peer) fails the run

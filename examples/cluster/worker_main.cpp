@@ -41,6 +41,16 @@ int main(int argc, char** argv) {
                  "how long the manager may take to answer the connection")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  double join_timeout_s = 10, transport_timeout_s = 30;
+  app.add_option("--join-timeout-s", join_timeout_s,
+                 "how long the manager may take to answer a join")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--transport-timeout-s", transport_timeout_s,
+                 "how long one tensor transfer may take (a lost peer's transfers end "
+                 "with its generation, long before)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   tls_files tls;
   app.add_option("--tls-cert", tls.cert, "TLS: this worker's certificate (PEM)");
   app.add_option("--tls-key", tls.key, "TLS: its private key (PEM)");
@@ -119,6 +129,9 @@ int main(int argc, char** argv) {
     advertise = *local;
   }
   ws.advertise = advertise;
+  ws.join_timeout = std::chrono::milliseconds(static_cast<long>(join_timeout_s * 1000));
+  ws.transport_timeout =
+      std::chrono::milliseconds(static_cast<long>(transport_timeout_s * 1000));
   logger->info("tensor transport on {}", advertise);
   ws.frame_limit = frame_limit;
   ws.heartbeat_period = std::chrono::milliseconds(heartbeat_ms);

@@ -13,6 +13,7 @@ struct train_options::strings {
   std::string transport = "local";
   std::vector<std::string> preempt;
   int heartbeat_ms = 0;
+  double progress_timeout_s = 30;
 };
 
 train_options::train_options(CLI::App& app, cli_options& o)
@@ -82,6 +83,13 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "missed heartbeats before a node is declared lost")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  s_->progress_timeout_s =
+      std::chrono::duration<double>(o.run.heartbeats.progress).count();
+  app.add_option("--progress-timeout-s", s_->progress_timeout_s,
+                 "during a recovery, how long a live node may take to report what it "
+                 "has done of the step before it is declared lost")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--checkpoint-dir", o.run.checkpoints.dir,
                  "directory of checkpoints (one step-NNNNNNNN/ each)");
   app.add_option("--checkpoint-every", o.run.checkpoints.every,
@@ -117,6 +125,8 @@ std::optional<std::string> train_options::finish() {
                  : s_->redundancy == "eager" ? redundancy_mode::eager
                                              : redundancy_mode::lazy;
   o_.run.heartbeats.period = std::chrono::milliseconds(s_->heartbeat_ms);
+  o_.run.heartbeats.progress =
+      std::chrono::milliseconds(static_cast<long>(s_->progress_timeout_s * 1000));
   o_.run.collect_digests = !o_.digests.empty();
   o_.run.transport =
       s_->transport == "gloo" ? transport_kind::gloo : transport_kind::local;
