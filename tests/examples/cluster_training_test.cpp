@@ -83,6 +83,31 @@ TEST_CASE("a stopped worker is declared lost within period x misses + a tick + 1
   check_state(run.digests, expected);
 }
 
+TEST_CASE("a live node that stays silent during a recovery is declared lost after "
+          "--progress-timeout-s, and the run goes on with the same losses",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(23);
+  const auto expected = embedded_reference(cfg);
+  // Heartbeats would take 1 s to miss node 3; the progress deadline is shorter.
+  process_run run(cfg, "silent", {"--progress-timeout-s", "0.3"});
+  const pid_t killed = run.pid_of(1), stopped = run.pid_of(3);
+  run.wait_steps(4);
+  REQUIRE(kill(stopped, SIGSTOP) == 0);
+  REQUIRE(kill(killed, SIGKILL) == 0);
+  CHECK_FALSE(
+      run.proc.wait_for(R"(node 3 lost in step \d+ \(actor down \(no progress report )"
+                        R"(within 300 ms\)\))",
+                        20s)
+          .empty());
+  REQUIRE(kill(stopped, SIGCONT) == 0);
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
+  check_losses(read_metrics(run.metrics), expected);
+}
+
 TEST_CASE("SIGTERM hands the stage to its shadow at a step boundary with zero "
           "recomputed micro-batches, and the worker leaves before its deadline",
           "[examples]") {
