@@ -68,7 +68,7 @@ using join_timeout_atom = caf::atom_constant<caf::atom("jointime")>;
 using attach_atom = caf::atom_constant<caf::atom("attach")>;
 // (broadcast_atom, wire_frame): to every member (the end of a generation).
 using broadcast_atom = caf::atom_constant<caf::atom("broadcast")>;
-// To the gateway's listener: (joined_atom, member, agent) and (lost_atom, member).
+// To the gateway's listener: (joined_atom, member, agent, zone) and (lost_atom, member).
 using joined_atom = caf::atom_constant<caf::atom("joined")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
 // (standby_atom, count): to the manager, the live members outside its plan.

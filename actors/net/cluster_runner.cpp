@@ -14,6 +14,7 @@
 #include "actors/net/network.hpp"
 #include "actors/net/stage_proxy.hpp"
 #include "actors/net/wire_values.hpp"
+#include "actors/plan/planner.hpp"
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
@@ -26,6 +27,7 @@ namespace {
 struct member {
   int id = 0;
   caf::actor agent;
+  std::string zone;
 };
 
 void remove_member(std::vector<member>& members, int id) {
@@ -48,8 +50,8 @@ caf::expected<std::vector<member>> await_members(caf::scoped_actor& self, int co
                                              std::to_string(count) +
                                              " workers joined in time");
     self->receive(
-        [&](joined_atom, int id, caf::actor agent) {
-          members.push_back({id, std::move(agent)});
+        [&](joined_atom, int id, caf::actor agent, std::string& zone) {
+          members.push_back({id, std::move(agent), std::move(zone)});
           logger->info("{} of {} workers are here", members.size(), count);
         },
         [&](lost_atom, int id) { remove_member(members, id); },
@@ -163,11 +165,39 @@ void update_members(caf::scoped_actor& self, std::vector<member>& members) {
   bool more = true;
   while (more)
     self->receive(
-        [&](joined_atom, int id, caf::actor agent) {
-          members.push_back({id, std::move(agent)});
+        [&](joined_atom, int id, caf::actor agent, std::string& zone) {
+          members.push_back({id, std::move(agent), std::move(zone)});
         },
         [&](lost_atom, int id) { remove_member(members, id); },
         caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
+}
+
+// The plan's members: the first `stages` live ones, placed around the ring so
+// that no stage's replica is in its zone where the zones allow it.
+std::vector<member> plan_members(const std::vector<member>& live, int stages) {
+  const std::vector<member> first(live.begin(), live.begin() + stages);
+  std::vector<std::string> zones;
+  for (const auto& m : first)
+    zones.push_back(m.zone);
+  const auto ring = zone_ring(zones);
+  std::vector<member> out;
+  std::string placed;
+  for (int i : ring) {
+    placed += (out.empty() ? "" : ", ") + std::string("stage ") +
+              std::to_string(out.size()) + " on node " + std::to_string(first[i].id) +
+              " (zone " + first[i].zone + ")";
+    out.push_back(first[i]);
+  }
+  const int shared = same_zone_neighbours(zones, ring);
+  if (shared > 0 && zones.size() > 1 &&
+      std::any_of(zones.begin(), zones.end(), [&](auto& z) { return z != zones[0]; }))
+    log::get("bamboo.manager")
+        ->warn("{} stage(s) have their replica in their own zone: too many nodes in "
+               "one zone",
+               shared);
+  if (std::any_of(zones.begin(), zones.end(), [&](auto& z) { return z != zones[0]; }))
+    log::get("bamboo.manager")->info("placed by zone: {}", placed);
+  return out;
 }
 
 } // namespace
@@ -253,7 +283,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (opts.on_started)
     opts.on_started();
   for (;;) {
-    const std::vector<member> in_plan(live.begin(), live.begin() + run_cfg.stages);
+    const auto in_plan = plan_members(live, run_cfg.stages);
     auto standby = [&] { return static_cast<int>(live.size()) - run_cfg.stages; };
     manager_spec spec;
     spec.cfg = run_cfg;
@@ -287,8 +317,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
           failure = std::move(err);
           running = false;
         },
-        [&](joined_atom, int id, caf::actor agent) {
-          live.push_back({id, std::move(agent)});
+        [&](joined_atom, int id, caf::actor agent, std::string& zone) {
+          live.push_back({id, std::move(agent), std::move(zone)});
           log_manager->info("node {} joined: standby ({} standby)", id, standby());
           self->send(manager, standby_atom::value, standby());
         },

@@ -177,7 +177,7 @@ private:
                               static_cast<std::uint32_t>(spec_.heartbeats.misses)});
     if (spec_.listener)
       self_->send(spec_.listener, joined_atom::value, node,
-                  caf::actor_cast<caf::actor>(sender));
+                  caf::actor_cast<caf::actor>(sender), j.zone);
   }
 
   void handle(const schema::heartbeat& hb) {

@@ -21,7 +21,7 @@ namespace bamboo {
 //    ends it (errc::node_lost, with the cause) when the member is lost, and hands
 //    it the member's preemption notice as (notice_atom, deadline_ms);
 //  (broadcast_atom, wire_frame): to every member (the end of a generation);
-//  to the listener: (joined_atom, member, agent) and (lost_atom, member).
+//  to the listener: (joined_atom, member, agent, zone) and (lost_atom, member).
 // The node number of the manager's own heartbeats to its workers.
 inline constexpr std::uint32_t manager_node = 0xffffffffu;
 

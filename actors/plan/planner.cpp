@@ -18,6 +18,50 @@ cluster_plan cluster_plan::initial(int stages, redundancy_mode mode) {
   return p;
 }
 
+int same_zone_neighbours(const std::vector<std::string>& zones,
+                         const std::vector<int>& ring) {
+  const auto n = ring.size();
+  int same = 0;
+  for (std::size_t i = 0; n > 1 && i < n; ++i)
+    same += zones.at(ring[i]) == zones.at(ring[(i + 1) % n]) && (n > 2 || i == 0);
+  return same;
+}
+
+std::vector<int> zone_ring(const std::vector<std::string>& zones) {
+  const int n = static_cast<int>(zones.size());
+  std::vector<int> given(n);
+  for (int i = 0; i < n; ++i)
+    given[i] = i;
+  if (same_zone_neighbours(zones, given) == 0)
+    return given;
+  // The zones in order of first appearance, then by size (stable: ties keep it).
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<int>> members;
+  for (int i = 0; i < n; ++i) {
+    if (members[zones[i]].empty())
+      order.push_back(zones[i]);
+    members[zones[i]].push_back(i);
+  }
+  if (order.size() == 1)
+    return given;
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    return members[a].size() > members[b].size();
+  });
+  // Positions 0, 2, 4, ... then 1, 3, 5, ...: consecutive nodes of one zone
+  // land two apart.
+  std::vector<int> ring(n);
+  int slot = 0;
+  for (const auto& z : order)
+    for (int node : members[z]) {
+      ring[slot] = node;
+      slot += 2;
+      if (slot >= n)
+        slot = 1;
+    }
+  return same_zone_neighbours(zones, ring) < same_zone_neighbours(zones, given) ? ring
+                                                                                : given;
+}
+
 cluster_plan cluster_plan::assign(const std::vector<int>& nodes, int pipelines,
                                   int stages, redundancy_mode mode) {
   cluster_plan p;

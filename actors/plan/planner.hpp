@@ -34,6 +34,19 @@ struct cluster_plan {
   int live_nodes() const;
 };
 
+// The order to place nodes around a pipeline's ring so that each stage and its
+// replica (on the node before it, the first stage's on the last node) are in
+// different zones where the zones allow it: `zones[i]` is node i's zone; the
+// result lists node indices, position s running stage s. The given order is
+// kept when it already has no two ring neighbours in one zone (or there is one
+// zone); otherwise the nodes of each zone, biggest zone first, fill every other
+// position. With more than half the nodes in one zone some neighbours share it.
+std::vector<int> zone_ring(const std::vector<std::string>& zones);
+
+// How many ring neighbours (a stage and its replica's node) share a zone.
+int same_zone_neighbours(const std::vector<std::string>& zones,
+                         const std::vector<int>& ring);
+
 struct failover_decision {
   cluster_plan plan;                         // generation bumped
   std::vector<std::pair<int, int>> promoted; // (stage, node now running it)

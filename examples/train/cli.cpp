@@ -191,6 +191,11 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
                  "with --processes: start C new workers as step K begins, "
                  "step=K[,count=C] (new spot instances; standby until a re-plan)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  std::string zones;
+  app.add_option("--zones", zones,
+                 "with --processes: launched worker i (node i) is in zone "
+                 "LIST[i mod length], e.g. a,a,b,b; stages and their replicas are "
+                 "placed in different zones where the zones allow it");
   app.add_option("--spot-trace", o.spot_trace,
                  "with --processes: start and remove workers as this spot trace "
                  "(delta_ms,add|remove,node) adds and removes instances");
@@ -219,6 +224,19 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     return std::nullopt;
   }
   auto problem = options.finish();
+  if (!problem && !zones.empty()) {
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= zones.size(); ++i)
+      if (i == zones.size() || zones[i] == ',') {
+        o.zones.push_back(zones.substr(start, i - start));
+        start = i + 1;
+      }
+    for (const auto& z : o.zones)
+      if (z.empty() || z.find_first_of(" \t") != std::string::npos)
+        problem = "--zones '" + zones + "': a comma-separated list of zone names";
+    if (!problem && !o.processes)
+      problem = "--zones is for --processes (the zones of worker processes)";
+  }
   for (const auto& j : joins)
     if (!problem)
       problem = parse_join(j, o.cfg.steps, o.joins);

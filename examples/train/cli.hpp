@@ -37,6 +37,7 @@ struct cli_options {
   std::vector<join> joins; // --processes: new workers started as step K begins
   // --processes --spot-trace: workers started and removed as a spot trace says.
   std::string spot_trace;
+  std::vector<std::string> zones; // --zones: launched worker i gets zones[i mod size]
   double trace_speedup = 1;
   int max_workers = 8;
   double notice_s = 0;               // > 0: SIGTERM, then kill -9 this long after

@@ -228,9 +228,12 @@ int run_local_cluster(const local_cluster_options& lo) {
     long port = -1;  // the manager's, once it listens
     std::vector<std::chrono::steady_clock::time_point> replacements; // when due
     auto start_worker = [&] {
-      workers.push_back(
-          start({dir + "/bamboo-worker", "--manager", "127.0.0.1:" + std::to_string(port),
-                 "--token-file", token.path(), "--log-level", lo.log_level}));
+      std::vector<std::string> wargs{dir + "/bamboo-worker", "--manager",
+                                     "127.0.0.1:" + std::to_string(port), "--token-file",
+                                     token.path(), "--log-level", lo.log_level};
+      if (!lo.zones.empty())
+        wargs.insert(wargs.end(), {"--zone", lo.zones[workers.size() % lo.zones.size()]});
+      workers.push_back(start(wargs));
       return workers.back().get();
     };
     // The trace's instances: slot -> its worker; kills due after a notice.
@@ -304,10 +307,15 @@ int run_local_cluster(const local_cluster_options& lo) {
                     static_cast<int>(manager->pid()), e->values[0]);
         std::fflush(stdout);
         port = e->values[0];
-        for (int n = 0; n < lo.workers; ++n)
+        // With zones, one at a time: worker i joins as node i, in zone i.
+        for (int n = 0; n < (lo.zones.empty() ? lo.workers : 1); ++n)
           slot_worker[n] = start_worker();
       } else if (e->kind == "joined") {
         pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
+        const int started = static_cast<int>(workers.size());
+        if (!lo.zones.empty() && started < lo.workers &&
+            static_cast<int>(pid_of_node.size()) == started)
+          slot_worker[started] = start_worker();
       } else if (e->kind == "started") {
         begun = 0;
         replay_start = clock::now();

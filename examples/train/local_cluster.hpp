@@ -27,6 +27,9 @@ struct local_cluster_options {
   };
   std::vector<join> joins;
   std::string log_level = "info";
+  // Worker i (in launch order, which with zones is also join order: each starts
+  // once the one before it joined) gets --zone zones[i mod size].
+  std::vector<std::string> zones;
   std::vector<preempt_spec> kills;
   // A manager lost (killed, or ended by a signal) starts the cluster again, new
   // workers and all, from the newest checkpoint in checkpoint_dir (--resume),

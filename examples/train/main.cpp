@@ -21,7 +21,7 @@ namespace {
 // bamboo-train's own options with a value, which the manager does not take.
 constexpr const char* launcher_options[] = {
     "--preempt",    "--restarts",      "--replace-after-s", "--join",
-    "--spot-trace", "--trace-speedup", "--max-workers",     "--notice-s"};
+    "--spot-trace", "--trace-speedup", "--max-workers",     "--notice-s", "--zones"};
 } // namespace
 
 int main(int argc, char** argv) {
@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
     for (const auto& j : opts->joins)
       lc.joins.push_back({j.step, j.count});
     lc.log_level = opts->log_level;
+    lc.zones = opts->zones;
     lc.kills = opts->run.preemptions;
     lc.restarts = opts->restarts;
     lc.replace_after =

@@ -83,6 +83,8 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "the trace starts with 1 instance(s) in 8 worker slots, fewer than "
                  "--stages 2");
   check_rejected("--processes --stages 2 --spot-trace /nonexistent.csv", "cannot read");
+  check_rejected("--processes --stages 2 --zones a,,b", "a comma-separated list");
+  check_rejected("--stages 2 --zones a,b", "--zones is for --processes");
   check_rejected("--processes --stages 4 --spot-trace " + dir.file("unknown.csv") +
                      " --max-workers 3",
                  "--max-workers 3 is below --stages 4");

@@ -83,6 +83,28 @@ TEST_CASE("a stopped worker is declared lost within period x misses + a tick + 1
   check_state(run.digests, expected);
 }
 
+TEST_CASE("with --zones a,a,b,b no stage has its replica in its own zone, so losing "
+          "zone a (nodes 0 and 1 in one step) is covered and the losses stay the same",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(81);
+  cfg.steps = 8;
+  const auto expected = embedded_reference(cfg);
+  process_run run(cfg, "zones",
+                  {"--zones", "a,a,b,b", "--preempt", "node=0@step=3", "--preempt",
+                   "node=1@step=3"});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("placed by zone: stage 0 on node 0 (zone a), stage 1 on node 2 (zone "
+                 "b), stage 2 on node 1 (zone a), stage 3 on node 3 (zone b)") !=
+        std::string::npos);
+  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m, expected);
+  check_state(run.digests, expected);
+}
+
 TEST_CASE("a live node that stays silent during a recovery is declared lost after "
           "--progress-timeout-s, and the run goes on with the same losses",
           "[examples]") {

@@ -95,7 +95,7 @@ struct joined_member {
     REQUIRE(a);
     REQUIRE(std::holds_alternative<schema::join_accept>(*a));
     int member = -1;
-    (*listener)->receive([&](joined_atom, int id, caf::actor) { member = id; },
+    (*listener)->receive([&](joined_atom, int id, caf::actor, const std::string&) { member = id; },
                          caf::after(2s) >> [] {});
     REQUIRE(member == static_cast<int>(std::get<schema::join_accept>(*a).node));
     accept = std::get<schema::join_accept>(*a);

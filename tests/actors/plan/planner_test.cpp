@@ -134,3 +134,37 @@ TEST_CASE("a standby node triggers a new plan when a node runs two stages or the
   CHECK(replan_reason(shallow, 4, 3) ==
         "the pipeline has 2 of 4 stages and 3 standby node(s) can deepen it");
 }
+
+TEST_CASE("the zone ring puts each stage and its replica in different zones where the "
+          "zones allow it, and keeps the join order otherwise",
+          "[actors]") {
+  using zones = std::vector<std::string>;
+  // Two zones of two: a, b, a, b around the ring.
+  const zones ab{"a", "a", "b", "b"};
+  const auto ring = zone_ring(ab);
+  CHECK(ring == std::vector<int>{0, 2, 1, 3});
+  CHECK(same_zone_neighbours(ab, ring) == 0);
+  // Losing zone a (nodes 0 and 1) is then covered: their stages' replicas are on
+  // nodes of zone b.
+  std::vector<int> nodes(ring.begin(), ring.end());
+  auto plan = cluster_plan::assign(nodes, 1, 4, redundancy_mode::lazy);
+  auto first = plan_failover(plan, 0);
+  REQUIRE(first.fatal.empty());
+  CHECK(plan_failover(first.plan, 1).fatal.empty());
+  // Without the ring, nodes 0 and 1 are neighbours: fatal.
+  auto plain = cluster_plan::assign({0, 1, 2, 3}, 1, 4, redundancy_mode::lazy);
+  CHECK_FALSE(plan_failover(plan_failover(plain, 0).plan, 1).fatal.empty());
+
+  // One zone, or an order already good: the join order stands.
+  CHECK(zone_ring(zones(5, "default")) == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(zone_ring({"a", "b", "a", "b"}) == std::vector<int>{0, 1, 2, 3});
+  CHECK(zone_ring({"x", "y", "z"}) == std::vector<int>{0, 1, 2});
+  // Three zones, uneven: still no neighbours in one zone.
+  const zones uneven{"a", "a", "a", "b", "b", "c"};
+  CHECK(same_zone_neighbours(uneven, zone_ring(uneven)) == 0);
+  // More than half in one zone: as few shared neighbours as the zones allow.
+  const zones crowded{"a", "a", "a", "b"};
+  CHECK(same_zone_neighbours(crowded, zone_ring(crowded)) == 2);
+  CHECK(zone_ring({}).empty());
+  CHECK(zone_ring({"a"}) == std::vector<int>{0});
+}
