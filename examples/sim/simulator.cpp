@@ -68,17 +68,42 @@ struct instance {
 };
 
 // A step function sampled at change points, averaged like the original.
-struct step_fn {
-  std::vector<std::pair<double, double>> points;
-  void add(double x, double y) { points.push_back({x, y}); }
-  double average(double duration) const {
-    double px = 0, py = 0, total = 0;
-    for (auto [x, y] : points) {
-      total += (x - px) * py;
-      px = x;
-      py = y;
+// The live-instance count over time as the original records it: a point
+// (0, n) once the first moment after time 0 is simulated, then at each change a
+// closing point with the old count and an opening one with the new, at the same
+// time. Its average pairs the points up, as the original's calculate_average.
+struct instance_series {
+  std::vector<double> xs, ys;
+  void record(double hours, int n) {
+    if (xs.empty()) {
+      xs = {0};
+      ys = {double(n)};
+    } else if (ys.back() != n) {
+      xs.insert(xs.end(), {hours, hours});
+      ys.insert(ys.end(), {ys.back(), double(n)});
     }
-    total += (duration - px) * py;
+  }
+  // The integral over [a, b] of the count, the last value holding on (b not
+  // before the last point).
+  double integral(double a, double b) const {
+    double total = 0, until = b;
+    for (std::size_t i = ys.size(); i-- > 0;) {
+      if (i % 2 == 1) // a closing point: the opening one after it holds the value
+        continue;
+      if (i == 0 || xs[i] <= a) {
+        total += ys[i] * (until - a);
+        break;
+      }
+      total += ys[i] * (until - xs[i]);
+      until = xs[i];
+    }
+    return total;
+  }
+  // The original's average: each pair of points is a segment.
+  double average(double duration) const {
+    double total = 0;
+    for (std::size_t i = 0; i + 1 < xs.size(); i += 2)
+      total += (xs[i + 1] - xs[i]) * ys[i];
     return duration > 0 ? total / duration : 0;
   }
 };
@@ -108,7 +133,8 @@ public:
         break;
       if (!events_.empty() && events_.top().ms == now)
         continue;
-      instances_.add(now / ms_per_hour, static_cast<double>(live_.size()));
+      if (now > 0 || !instances_.xs.empty())
+        instances_.record(now / ms_per_hour, static_cast<int>(live_.size()));
     }
     return finish(now);
   }
@@ -139,23 +165,10 @@ private:
                        o_.spot_price * live_.size(), steps_, pipelines_, what});
   }
 
-  void append_cost(std::int64_t ms) {
-    cost_.add(ms / ms_per_hour, o_.spot_price * live_.size());
-    append_value(ms);
-  }
-
-  void append_value(std::int64_t ms) {
-    if (perf_.points.empty() || cost_.points.empty())
-      return;
-    const double c = cost_.points.back().second;
-    value_.add(ms / ms_per_hour, c == 0 ? 0 : perf_.points.back().second / c);
-  }
-
   void on_add(std::int64_t ms, int n) {
     live_.push_back(n);
     nodes_[n] = instance{ms, node_status::creating, {}};
     push({ms + o_.ready_ms, ev_ready, n, 0});
-    append_cost(ms);
     note(ms, "add");
   }
 
@@ -193,7 +206,6 @@ private:
   void on_remove(std::int64_t ms, int n) {
     ++removals_;
     live_.erase(std::find(live_.begin(), live_.end(), n));
-    append_cost(ms);
     note(ms, "remove");
     instance& inst = nodes_[n];
     const bool was_running = inst.status == node_status::running;
@@ -255,8 +267,6 @@ private:
   void start_rendezvous(std::int64_t ms, bool global) {
     status_ = system_status::rendezvous;
     restart_rendezvous();
-    if (first_rendezvous_ms_ < 0)
-      first_rendezvous_ms_ = ms;
     push({ms + (global ? o_.global_rendezvous_ms : o_.prof.local_rendezvous_ms),
           global ? ev_global_timeout : ev_local_timeout, -1, 0});
   }
@@ -287,6 +297,10 @@ private:
       return;
     }
     status_ = system_status::running;
+    if (start_ms_ < 0) { // steps are timed from here on, as in the original
+      start_ms_ = ms;
+      prev_step_ms_ = ms;
+    }
     choose_mode(ms);
     step_ms_ = fault_free_step_ms();
     std::int64_t first = ms + step_ms_;
@@ -399,11 +413,18 @@ private:
     if (o_.policy == policy_kind::bamboo) // as the manager does at a step boundary
       for (auto [coord, node] : plan_reshadow(plan_))
         plan_.shadow[coord] = node;
+    // The original's accounting: a step's throughput holds from the previous
+    // step's end (a rendezvous in between included); its value is that over the
+    // mean cost of the same stretch.
     const double interval_s = (ms - prev_step_ms_) / 1e3;
     last_perf_ = interval_s > 0 ? o_.prof.samples_per_step / interval_s : 0;
-    perf_.add(ms / ms_per_hour, last_perf_);
+    const double from_h = prev_step_ms_ / ms_per_hour, to_h = ms / ms_per_hour;
+    const double cost = o_.spot_price * instances_.integral(from_h, to_h);
+    perf_hours_ += (to_h - from_h) * last_perf_;
+    if (cost > 0)
+      value_hours_ += (to_h - from_h) * last_perf_ / (cost / (to_h - from_h));
     prev_step_ms_ = ms;
-    append_value(ms);
+    last_step_ms_ = ms;
     if (o_.record_series && ms - last_series_ms_ >= 60000) {
       note(ms, "step");
       last_series_ms_ = ms;
@@ -422,21 +443,25 @@ private:
     push({next + step_ms_, ev_step, -1, version_});
   }
 
+  // Averages up to the last completed step, as the original computes them
+  // (instance changes after it count too, divided by the same hours).
   sim_result finish(std::int64_t end_ms) {
     sim_result r;
     auto& s = r.summary;
-    const double hours = std::ceil(end_ms / ms_per_hour);
+    const std::int64_t last = last_step_ms_ >= 0 ? last_step_ms_ : end_ms;
+    const double hours = last / ms_per_hour;
+    instances_.xs.push_back(hours);
+    instances_.ys.push_back(static_cast<double>(live_.size()));
     s.steps = steps_;
     s.samples = steps_ * o_.prof.samples_per_step;
     s.preemptions = removals_;
     s.fatal_failures = fatal_;
-    s.hours = end_ms / ms_per_hour;
+    s.hours = hours;
     s.mean_instances = instances_.average(hours);
-    s.cost_per_h = cost_.average(hours);
-    s.value = value_.average(hours);
-    const double trained_s =
-        first_rendezvous_ms_ < 0 ? 0 : (end_ms - first_rendezvous_ms_) / 1e3;
-    s.samples_per_s = trained_s > 0 ? s.samples / trained_s : 0;
+    s.cost_per_h = o_.spot_price * s.mean_instances;
+    const double trained_h = start_ms_ >= 0 ? hours - start_ms_ / ms_per_hour : 0;
+    s.samples_per_s = trained_h > 0 ? perf_hours_ / trained_h : 0;
+    s.value = trained_h > 0 ? value_hours_ / trained_h : 0;
     const double dollars = s.cost_per_h * hours;
     s.samples_per_dollar = dollars > 0 ? s.samples / dollars : 0;
     r.series = std::move(series_);
@@ -461,14 +486,16 @@ private:
   std::optional<std::pair<std::int64_t, std::int64_t>> fallback_; // (steps, ms)
   bool fallback_handled_ = false;
   std::int64_t prev_step_ms_ = 0;
-  std::int64_t first_rendezvous_ms_ = -1;
+  std::int64_t start_ms_ = -1;     // when training first started
+  std::int64_t last_step_ms_ = -1; // when the last step completed
+  double perf_hours_ = 0, value_hours_ = 0; // integrals over the steps' stretches
   std::int64_t checkpoint_step_ = 0, checkpoint_ms_ = 0;
   bool restore_ = false;
   double last_perf_ = 0;
   std::int64_t last_series_ms_ = -60000;
   cluster_plan plan_;
   redundancy_mode mode_ = redundancy_mode::lazy;
-  step_fn instances_, perf_, cost_, value_;
+  instance_series instances_;
   std::vector<series_point> series_;
 };
 

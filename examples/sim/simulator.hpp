@@ -54,9 +54,11 @@ struct sim_summary {
   std::int64_t samples = 0;
   int preemptions = 0;    // removals of any instance
   int fatal_failures = 0; // losses redundancy could not cover
-  double hours = 0;       // simulated time
+  double hours = 0;       // simulated time up to the last completed step
   double mean_instances = 0;
-  double samples_per_s = 0; // samples over the time since the first rendezvous
+  // The original's averages: each step's samples over the time since the
+  // previous one (redone steps included), averaged since training first began.
+  double samples_per_s = 0;
   double cost_per_h = 0;    // time average
   double value = 0;         // time average of (samples/s) / ($/h), as the original
   double samples_per_dollar = 0;
