@@ -1,5 +1,7 @@
 #include "model/stage_executor.hpp"
 
+#include <ATen/record_function.h>
+
 #include "model/checkpoint.hpp"
 
 #include "log/log.hpp"
@@ -53,8 +55,10 @@ at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
 transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport& t) {
   if (pending_.count(j) == 0) { // else inherited from FRC: only the send remains
     micro_batch mb;
-    if (is_first() || is_last())
+    if (is_first() || is_last()) {
+      RECORD_FUNCTION("bamboo::batch assembly", std::vector<c10::IValue>());
       mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
+    }
     in_flight f;
     at::Tensor x;
     if (is_first()) {
@@ -235,6 +239,7 @@ void stage_executor::set_delivered(std::int64_t k, const std::vector<int>& activ
 }
 
 std::vector<at::Tensor> stage_executor::clip_gradients(double clip_coef) {
+  RECORD_FUNCTION("bamboo::clipping", std::vector<c10::IValue>());
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (auto& p : opt_->params()) {
@@ -248,6 +253,8 @@ std::vector<at::Tensor> stage_executor::clip_gradients(double clip_coef) {
 
 void stage_executor::apply_update(std::int64_t k) {
   // The gradients are only read from here on (the shadow reads them too).
+  // (A named scope: bamboo-bench-step counts the optimizer's time under it.)
+  RECORD_FUNCTION("bamboo::optimizer", std::vector<c10::IValue>());
   opt_->step(k, 1.0);
 }
 

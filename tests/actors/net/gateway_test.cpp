@@ -280,13 +280,20 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
     from_worker(schema::step_report{1, stage, 1, 0, 1.5, 2.0, 2, 2, 0, 0});
     from_worker(to_event<schema::committed>(1, 0, static_cast<int>(stage)));
   }
+  // The proxy handles its mailbox in order: once stage 1's report and commit
+  // are through, the refused ones before them are decided. A deadline, not a
+  // quiet period, so a slow machine (a sanitizer build) waits longer.
   std::vector<std::uint32_t> reported, committed;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
   for (bool more = true; more;)
     manager->receive([&](const schema::step_report& r) { reported.push_back(r.stage); },
                      [&](committed_atom, std::uint64_t, std::int64_t, int s) {
                        committed.push_back(static_cast<std::uint32_t>(s));
                      },
-                     caf::after(500ms) >> [&] { more = false; });
+                     caf::after(100ms) >> [&] {
+                       more = (reported.empty() || committed.empty()) &&
+                              std::chrono::steady_clock::now() < deadline;
+                     });
   CHECK(reported == std::vector<std::uint32_t>{1});
   CHECK(committed == std::vector<std::uint32_t>{1});
   caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
