@@ -77,6 +77,7 @@ private:
   double p_;
   at::Tensor ln1_w_, ln1_b_, qkv_w_, qkv_b_, proj_w_, proj_b_;
   at::Tensor ln2_w_, ln2_b_, fc1_w_, fc1_b_, fc2_w_, fc2_b_;
+  at::Tensor future_ = at::empty({0, 0}, at::kBool); // the causal mask, by length
 };
 
 // Final LayerNorm and the output projection to the vocabulary (logits).
