@@ -228,7 +228,9 @@ TEST_CASE("a worker killed in the middle of a large activation transfer is faile
                             R"(generation 1 ended)",
                             1s)
                   .empty());
-  CHECK(latency < default_gloo_timeout / 3);
+  // Well under Gloo's 30 s: the heir redoes a step of 160 MiB transfers (about 7 s
+  // here, up to 10.4 s seen on a busy machine), never a wait for the timeout.
+  CHECK(latency < default_gloo_timeout * 2 / 3);
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
   check_state(run.digests, expected, /*shadows_left=*/false);

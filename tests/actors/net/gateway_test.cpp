@@ -264,12 +264,17 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
 TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands for and "
           "refuses reports for any other stage, in range or not",
           "[actors][net]") {
+  // The proxy's member must be alive (the gateway ends a proxy whose member is
+  // not, a race with the reports): it joins and heartbeats throughout.
   joined_member m;
+  const int member = m.join();
+  auto beat = [&] { m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0}); };
+  beat();
   caf::scoped_actor manager{*m.sys}, worker{*m.sys};
   stage_proxy_spec ps;
   ps.agent = caf::actor(worker);
   ps.gateway = m.gateway;
-  ps.node = 1;
+  ps.node = member;
   ps.stage = 1;
   ps.target = schema::target::stage;
   auto proxy = spawn_stage_proxy(manager.ptr(), ps);
@@ -290,7 +295,8 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
                      [&](committed_atom, std::uint64_t, std::int64_t, int s) {
                        committed.push_back(static_cast<std::uint32_t>(s));
                      },
-                     caf::after(100ms) >> [&] {
+                     caf::after(50ms) >> [&] {
+                       beat();
                        more = (reported.empty() || committed.empty()) &&
                               std::chrono::steady_clock::now() < deadline;
                      });
