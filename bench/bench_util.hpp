@@ -6,7 +6,28 @@
 #include <string>
 #include <vector>
 
+#include "model/config.hpp"
+
 namespace bamboo::bench {
+
+// The benchmark GPT (4 blocks, d 256, 8 heads, seq 128, dropout 0.1, G=32 in
+// micro-batches of 4, one thread per stage, no redundancy): pipeline and step
+// speed alone; bamboo-bench-redundancy measures what shadows cost.
+inline train_config benchmark_gpt(int stages) {
+  train_config c;
+  c.model.layers = 4;
+  c.model.d_model = 256;
+  c.model.heads = 8;
+  c.model.seq_len = 128;
+  c.model.dropout = 0.1;
+  c.stages = stages;
+  c.micro_batch = 4;
+  c.global_batch = 32;
+  c.steps = 10;
+  c.threads = 1;
+  c.redundancy = redundancy_mode::off;
+  return c;
+}
 
 inline double median(std::vector<double> v) {
   if (v.empty())

@@ -34,22 +34,7 @@ namespace {
 
 constexpr int warmup_steps = 2;
 
-train_config bench_config(int stages) {
-  train_config c;
-  c.model.layers = 4;
-  c.model.d_model = 256;
-  c.model.heads = 8;
-  c.model.seq_len = 128;
-  c.model.dropout = 0.1;
-  c.stages = stages;
-  c.micro_batch = 4;
-  c.global_batch = 32;
-  c.steps = 10;
-  c.threads = 1;
-  // Pipeline efficiency alone; bamboo-bench-redundancy measures what shadows cost.
-  c.redundancy = redundancy_mode::off;
-  return c;
-}
+train_config bench_config(int stages) { return bench::benchmark_gpt(stages); }
 
 enum class plain_optimizer { bamboo_adamw, torch_adamw };
 

@@ -30,21 +30,6 @@ namespace prof = torch::autograd::profiler;
 
 namespace {
 
-train_config step_config() {
-  train_config c;
-  c.model.layers = 4;
-  c.model.d_model = 256;
-  c.model.heads = 8;
-  c.model.seq_len = 128;
-  c.model.dropout = 0.1;
-  c.stages = 1;
-  c.micro_batch = 4;
-  c.global_batch = 32;
-  c.threads = 1;
-  c.redundancy = redundancy_mode::off;
-  return c;
-}
-
 // Forward + backward multiply-adds x 2 of the step: 6 x (matmul parameters) x
 // tokens, plus attention's two T x T products per head, forward and backward.
 double step_flop(const train_config& c) {
@@ -148,7 +133,7 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   if (openblas_set_num_threads)
     openblas_set_num_threads(1);
-  const auto cfg = step_config();
+  const auto cfg = bench::benchmark_gpt(1);
   std::string error;
   auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, error);
   if (!corpus) {
