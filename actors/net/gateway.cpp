@@ -100,15 +100,26 @@ private:
     if (!sender || sender->node() == self_->node())
       return log(sender ? "this process" : "an anonymous sender");
     auto node = sender->node();
+    if (lookups_ >= max_lookups) // a flood of refusals holds no more requests
+      return log("node " + caf::to_string(node));
+    ++lookups_;
     auto mm = self_->home_system().middleman().actor_handle();
     self_->request(mm, std::chrono::seconds(5), caf::get_atom::value, node)
         .then(
-            [log, node](const caf::node_id&, const std::string& host, std::uint16_t port) {
+            [this, log, node](const caf::node_id&, const std::string& host,
+                              std::uint16_t port) {
+              --lookups_;
               log(host.empty() ? "node " + caf::to_string(node)
                                : host + ":" + std::to_string(port));
             },
-            [log, node](caf::error&) { log("node " + caf::to_string(node)); });
+            [this, log, node](caf::error&) {
+              --lookups_;
+              log("node " + caf::to_string(node));
+            });
   }
+
+  static constexpr int max_lookups = 64;
+  int lookups_ = 0; // address lookups in flight
 
   // Bounded state per unjoined peer: past max_strangers, nothing is remembered
   // (and nobody more is told), so no peer can make the manager grow.
