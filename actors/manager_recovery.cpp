@@ -163,8 +163,7 @@ void manager_state::start_recovery() {
               if (round == round_ && awaiting_.count(s) && silent)
                 node_lost(node, failover_cause::actor_down,
                           "no progress report within " +
-                              std::to_string(spec_.heartbeats.progress.count()) +
-                              " ms",
+                              std::to_string(spec_.heartbeats.progress.count()) + " ms",
                           false);
             });
   }

@@ -34,7 +34,9 @@ namespace {
 
 constexpr int warmup_steps = 2;
 
-train_config bench_config(int stages) { return bench::benchmark_gpt(stages); }
+train_config bench_config(int stages) {
+  return bench::benchmark_gpt(stages);
+}
 
 enum class plain_optimizer { bamboo_adamw, torch_adamw };
 

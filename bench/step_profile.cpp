@@ -111,8 +111,8 @@ void add_self_times(const std::vector<prof::LegacyEvent>& events,
       const double inclusive = o.push->cpuElapsedUs(e);
       // Inside one of our scopes everything counts for it (the optimizer's
       // elementwise ops are the optimizer's); elsewhere by operator.
-      const std::string where = o.scope.empty() ? category(o.push->name())
-                                                : category(o.scope);
+      const std::string where =
+          o.scope.empty() ? category(o.push->name()) : category(o.scope);
       us[where] += inclusive - o.children;
       if (!stack.empty())
         stack.back().children += inclusive;
@@ -196,7 +196,8 @@ int main(int argc, char** argv) {
   std::printf("%-40s %10s %7s\n", "self time by category", "ms/step", "share");
   for (const auto& [t, c] : rows)
     if (t / total_us >= 0.002)
-      std::printf("%-40s %10.1f %6.1f%%\n", c.c_str(), t / 1e3 / steps, 100 * t / total_us);
+      std::printf("%-40s %10.1f %6.1f%%\n", c.c_str(), t / 1e3 / steps,
+                  100 * t / total_us);
   std::printf("%-40s %10.1f %6.1f%%  (of the profiled step: %.0f%%)\n", "total",
               total_us / 1e3 / steps, 100.0, 100 * total_us / 1e6 / profiled);
   const double gflop = step_flop(cfg) / 1e9;

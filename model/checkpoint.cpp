@@ -258,7 +258,8 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
 bool lower_writer_priority() {
 #ifdef __linux__
   // On Linux a nice value is a thread's own: this thread's id, not the process's.
-  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), checkpoint_writer_nice) == 0;
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), checkpoint_writer_nice) ==
+         0;
 #else
   return false;
 #endif
@@ -279,7 +280,9 @@ namespace {
 std::atomic<std::int64_t> checkpoint_cpu_us{0};
 } // namespace
 
-double checkpoint_cpu_seconds() { return double(checkpoint_cpu_us.load()) * 1e-6; }
+double checkpoint_cpu_seconds() {
+  return double(checkpoint_cpu_us.load()) * 1e-6;
+}
 
 void add_checkpoint_cpu(double seconds) {
   checkpoint_cpu_us.fetch_add(static_cast<std::int64_t>(seconds * 1e6));

@@ -120,8 +120,7 @@ private:
                            caf::to_string(spec_.gateway->node())};
     send_gateway(schema::challenge_request{0xffffffffu, handshake_.worker_nonce,
                                            handshake_.worker_id});
-    self_->delayed_send(self_, spec_.join_timeout, join_timeout_atom::value,
-                        ++attempts_);
+    self_->delayed_send(self_, spec_.join_timeout, join_timeout_atom::value, ++attempts_);
   }
 
   // The manager's heartbeat, through the gateway.
@@ -405,8 +404,8 @@ private:
   // Asks `a` and answers the proxy that sent the current frame. `refuse`
   // makes the answer to an error, or is no_refusal: the error is logged.
   template <class Result, class Answer, class Refuse, class... Ts>
-  void ask_local(const stage_actor& a, std::chrono::milliseconds timeout, const char* what,
-                 Answer answer, Refuse refuse, Ts&&... xs) {
+  void ask_local(const stage_actor& a, std::chrono::milliseconds timeout,
+                 const char* what, Answer answer, Refuse refuse, Ts&&... xs) {
     auto proxy = caf::actor_cast<caf::actor>(self_->current_sender());
     auto fail = [this, proxy, what, refuse](const std::string& why) {
       if constexpr (std::is_same_v<Refuse, no_refusal>)
@@ -419,8 +418,9 @@ private:
       return;
     }
     self_->request(a, timeout, std::forward<Ts>(xs)...)
-        .then([this, proxy, answer](Result& r) { self_->send(proxy, to_wire(answer(r))); },
-              [fail](caf::error& err) { fail(describe(err)); });
+        .then(
+            [this, proxy, answer](Result& r) { self_->send(proxy, to_wire(answer(r))); },
+            [fail](caf::error& err) { fail(describe(err)); });
   }
 
   // A new, empty replica of `stage` in this node's group; invalid when this

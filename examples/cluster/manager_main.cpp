@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& a : announced) {
     double no_rate = 0;
-    if (auto problem = parse_preempt(a, c.announced_kills, no_rate); problem || no_rate > 0) {
+    if (auto problem = parse_preempt(a, c.announced_kills, no_rate);
+        problem || no_rate > 0) {
       std::cerr << "bamboo-manager: error: --announced-kill '" << a
                 << "': " << (problem ? *problem : "node=N@step=K, not a rate") << "\n";
       return 2;

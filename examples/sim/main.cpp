@@ -265,8 +265,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "bamboo-sim: note: %s (seed %llu) trained no step: the trace never "
                    "held a whole pipeline of %d instances long enough\n",
-                   runs[i].label().c_str(),
-                   static_cast<unsigned long long>(runs[i].seed), base.prof.stages);
+                   runs[i].label().c_str(), static_cast<unsigned long long>(runs[i].seed),
+                   base.prof.stages);
   if (timing)
     std::printf("timing: %zu runs in %.3f s on %d threads\n", runs.size(), took,
                 n_threads);
@@ -275,8 +275,8 @@ int main(int argc, char** argv) {
     // Always an array, one object per run, whatever the grid's size.
     std::string text = "[\n";
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      auto one = summary_json(results[i].summary, runs[i].label(), base.prof.name,
-                              runs[i].seed);
+      auto one =
+          summary_json(results[i].summary, runs[i].label(), base.prof.name, runs[i].seed);
       one.pop_back(); // its newline: the comma goes after the brace
       text += one + (i + 1 < runs.size() ? ",\n" : "\n");
     }

@@ -18,9 +18,9 @@ std::string summary_json(const sim_summary& s, const std::string& policy,
       "  \"hours\": %.6f,\n  \"mean_instances\": %.6f,\n  \"samples_per_s\": %.6f,\n"
       "  \"cost_per_h\": %.6f,\n  \"value\": %.6f,\n  \"samples_per_dollar\": %.3f\n}\n",
       policy.c_str(), model.c_str(), static_cast<unsigned long long>(seed),
-      static_cast<long long>(s.steps),
-      static_cast<long long>(s.samples), s.preemptions, s.fatal_failures, s.hours,
-      s.mean_instances, s.samples_per_s, s.cost_per_h, s.value, s.samples_per_dollar);
+      static_cast<long long>(s.steps), static_cast<long long>(s.samples), s.preemptions,
+      s.fatal_failures, s.hours, s.mean_instances, s.samples_per_s, s.cost_per_h, s.value,
+      s.samples_per_dollar);
   return buf;
 }
 
@@ -101,7 +101,8 @@ std::string plot_svg(const std::vector<plot_line>& lines, double hours) {
   const int plot_w = 640, panel = 170, left = 70, legend_w = 230, top = 40, gap = 60;
   const int width = left + plot_w + 20 + legend_w;
   std::vector<metric> metrics{
-      {"instances (the spot runs share the trace's)", [](const series_point& p) { return double(p.instances); }, false},
+      {"instances (the spot runs share the trace's)",
+       [](const series_point& p) { return double(p.instances); }, false},
       {"throughput (samples/s, redone work included)",
        [](const series_point& p) { return p.samples_per_s; }, false},
       {"cost ($/h)", [](const series_point& p) { return p.cost_per_h; }, false},
@@ -136,10 +137,11 @@ std::string plot_svg(const std::vector<plot_line>& lines, double hours) {
     svg += buf;
     for (double v = 0; v <= ymax * 1.0001; v += ystep) { // y ticks and grid
       const double y = y0 + panel - panel * v / ymax;
-      std::snprintf(buf, sizeof(buf),
-                    "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                    left, y, left + plot_w, y, left - 5, y + 4, number(v).c_str());
+      std::snprintf(
+          buf, sizeof(buf),
+          "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+          "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+          left, y, left + plot_w, y, left - 5, y + 4, number(v).c_str());
       svg += buf;
     }
     for (double t = 0; t <= hours * 1.0001; t += xstep) { // x ticks

@@ -486,8 +486,8 @@ private:
   std::optional<std::pair<std::int64_t, std::int64_t>> fallback_; // (steps, ms)
   bool fallback_handled_ = false;
   std::int64_t prev_step_ms_ = 0;
-  std::int64_t start_ms_ = -1;     // when training first started
-  std::int64_t last_step_ms_ = -1; // when the last step completed
+  std::int64_t start_ms_ = -1;              // when training first started
+  std::int64_t last_step_ms_ = -1;          // when the last step completed
   double perf_hours_ = 0, value_hours_ = 0; // integrals over the steps' stretches
   std::int64_t checkpoint_step_ = 0, checkpoint_ms_ = 0;
   bool restore_ = false;

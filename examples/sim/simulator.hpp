@@ -59,8 +59,8 @@ struct sim_summary {
   // The original's averages: each step's samples over the time since the
   // previous one (redone steps included), averaged since training first began.
   double samples_per_s = 0;
-  double cost_per_h = 0;    // time average
-  double value = 0;         // time average of (samples/s) / ($/h), as the original
+  double cost_per_h = 0; // time average
+  double value = 0;      // time average of (samples/s) / ($/h), as the original
   double samples_per_dollar = 0;
 };
 

@@ -228,9 +228,13 @@ int run_local_cluster(const local_cluster_options& lo) {
     long port = -1;  // the manager's, once it listens
     std::vector<std::chrono::steady_clock::time_point> replacements; // when due
     auto start_worker = [&] {
-      std::vector<std::string> wargs{dir + "/bamboo-worker", "--manager",
-                                     "127.0.0.1:" + std::to_string(port), "--token-file",
-                                     token.path(), "--log-level", lo.log_level};
+      std::vector<std::string> wargs{dir + "/bamboo-worker",
+                                     "--manager",
+                                     "127.0.0.1:" + std::to_string(port),
+                                     "--token-file",
+                                     token.path(),
+                                     "--log-level",
+                                     lo.log_level};
       if (!lo.zones.empty())
         wargs.insert(wargs.end(), {"--zone", lo.zones[workers.size() % lo.zones.size()]});
       workers.push_back(start(wargs));

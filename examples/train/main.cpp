@@ -20,8 +20,8 @@ using namespace bamboo;
 namespace {
 // bamboo-train's own options with a value, which the manager does not take.
 constexpr const char* launcher_options[] = {
-    "--preempt",    "--restarts",      "--replace-after-s", "--join",
-    "--spot-trace", "--trace-speedup", "--max-workers",     "--notice-s", "--zones"};
+    "--preempt",       "--restarts",    "--replace-after-s", "--join", "--spot-trace",
+    "--trace-speedup", "--max-workers", "--notice-s",        "--zones"};
 } // namespace
 
 int main(int argc, char** argv) {

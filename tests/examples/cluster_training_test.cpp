@@ -90,9 +90,9 @@ TEST_CASE("with --zones a,a,b,b no stage has its replica in its own zone, so los
   auto cfg = small_gpt(81);
   cfg.steps = 8;
   const auto expected = embedded_reference(cfg);
-  process_run run(cfg, "zones",
-                  {"--zones", "a,a,b,b", "--preempt", "node=0@step=3", "--preempt",
-                   "node=1@step=3"});
+  process_run run(
+      cfg, "zones",
+      {"--zones", "a,a,b,b", "--preempt", "node=0@step=3", "--preempt", "node=1@step=3"});
   run.finish();
   const auto log = run.proc.log();
   INFO(log);
@@ -118,9 +118,10 @@ TEST_CASE("a live node that stays silent during a recovery is declared lost afte
   REQUIRE(kill(stopped, SIGSTOP) == 0);
   REQUIRE(kill(killed, SIGKILL) == 0);
   CHECK_FALSE(
-      run.proc.wait_for(R"(node 3 lost in step \d+ \(actor down \(no progress report )"
-                        R"(within 300 ms\)\))",
-                        20s)
+      run.proc
+          .wait_for(R"(node 3 lost in step \d+ \(actor down \(no progress report )"
+                    R"(within 300 ms\)\))",
+                    20s)
           .empty());
   REQUIRE(kill(stopped, SIGCONT) == 0);
   run.finish();

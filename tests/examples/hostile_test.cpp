@@ -76,7 +76,8 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
   const auto log = run.proc.log();
   CHECK(log.find("0 preemption(s) survived") != std::string::npos);
   // Named by the address it sends from, not by a CAF node id.
-  CHECK(std::regex_search(log, std::regex(R"(from 127\.0\.0\.1:\d+: only this process sends it)")));
+  CHECK(std::regex_search(
+      log, std::regex(R"(from 127\.0\.0\.1:\d+: only this process sends it)")));
   auto m = read_metrics(run.metrics);
   check_losses(m, expected);
   check_state(run.digests, expected);

@@ -95,8 +95,9 @@ struct joined_member {
     REQUIRE(a);
     REQUIRE(std::holds_alternative<schema::join_accept>(*a));
     int member = -1;
-    (*listener)->receive([&](joined_atom, int id, caf::actor, const std::string&) { member = id; },
-                         caf::after(2s) >> [] {});
+    (*listener)->receive(
+        [&](joined_atom, int id, caf::actor, const std::string&) { member = id; },
+        caf::after(2s) >> [] {});
     REQUIRE(member == static_cast<int>(std::get<schema::join_accept>(*a).node));
     accept = std::get<schema::join_accept>(*a);
     return member;
@@ -268,7 +269,9 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
   // not, a race with the reports): it joins and heartbeats throughout.
   joined_member m;
   const int member = m.join();
-  auto beat = [&] { m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0}); };
+  auto beat = [&] {
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+  };
   beat();
   caf::scoped_actor manager{*m.sys}, worker{*m.sys};
   stage_proxy_spec ps;
@@ -295,11 +298,12 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
                      [&](committed_atom, std::uint64_t, std::int64_t, int s) {
                        committed.push_back(static_cast<std::uint32_t>(s));
                      },
-                     caf::after(50ms) >> [&] {
-                       beat();
-                       more = (reported.empty() || committed.empty()) &&
-                              std::chrono::steady_clock::now() < deadline;
-                     });
+                     caf::after(50ms) >>
+                         [&] {
+                           beat();
+                           more = (reported.empty() || committed.empty()) &&
+                                  std::chrono::steady_clock::now() < deadline;
+                         });
   CHECK(reported == std::vector<std::uint32_t>{1});
   CHECK(committed == std::vector<std::uint32_t>{1});
   caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
