@@ -188,15 +188,15 @@ std::vector<member> plan_members(const std::vector<member>& live, int stages) {
               " (zone " + first[i].zone + ")";
     out.push_back(first[i]);
   }
-  const int shared = same_zone_neighbours(zones, ring);
-  if (shared > 0 && zones.size() > 1 &&
-      std::any_of(zones.begin(), zones.end(), [&](auto& z) { return z != zones[0]; }))
-    log::get("bamboo.manager")
-        ->warn("{} stage(s) have their replica in their own zone: too many nodes in "
-               "one zone",
-               shared);
-  if (std::any_of(zones.begin(), zones.end(), [&](auto& z) { return z != zones[0]; }))
-    log::get("bamboo.manager")->info("placed by zone: {}", placed);
+  // One zone (the default for all): nothing to place, nothing to say.
+  if (std::all_of(zones.begin(), zones.end(), [&](auto& z) { return z == zones[0]; }))
+    return out;
+  auto logger = log::get("bamboo.manager");
+  if (const int shared = same_zone_neighbours(zones, ring); shared > 0)
+    logger->warn("{} stage(s) have their replica in their own zone: too many nodes in "
+                 "one zone",
+                 shared);
+  logger->info("placed by zone: {}", placed);
   return out;
 }
 
