@@ -13,6 +13,7 @@
 
 #include "actors/node_backend.hpp"
 #include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/plan/planner.hpp"
 #include "actors/plan/run_record.hpp"
 #include "model/config.hpp"
 #include "model/partition.hpp"
@@ -43,14 +44,14 @@ struct manager_spec {
   // Every `checkpoint_every` steps the owners' state goes to this writer (null: none).
   std::shared_ptr<checkpoint_writer> checkpoints;
   int checkpoint_every = 0;
-  // Re-plans (across processes): `standby` live members are outside the plan
+  // Re-plans: `standby` live members are outside the plan
   // (updated with (standby_atom, count)); when the planner's replan_reason
   // fires at a step boundary, every owner writes its state into `replans` and
   // the plan ends there (the result's replanned_at), for a new plan that
   // starts from those files. Null: no re-plans.
   std::shared_ptr<checkpoint_writer> replans;
   int standby = 0;
-  int target_stages = 0; // the depth the run asks for (0: cfg.stages)
+  depth_range depths; // the depths the run allows (zeros: cfg.stages)
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error

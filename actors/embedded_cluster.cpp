@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include <caf/all.hpp>
 
@@ -95,6 +96,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
                             " nodes (0.." + std::to_string(cfg.stages - 1) + ")");
   if (opts.preempt_rate < 0)
     return make_error(errc::invalid_config, "--preempt rate must not be negative");
+  if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 1))
+    return make_error(errc::invalid_config, *bad);
+  const auto depths = resolve(opts.depths, cfg.stages);
   std::string problem;
   auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
   if (!corpus)
@@ -113,6 +117,16 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   std::shared_ptr<checkpoint_writer> writer;
   if (ck.every > 0)
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
+  // Re-partitions move the state through files; none without a range.
+  std::optional<replan_dir> replan_files;
+  std::shared_ptr<checkpoint_writer> replans;
+  std::size_t replan_failures = 0;
+  if (depths.min < cfg.stages) {
+    replan_files.emplace(ck.dir);
+    if (!replan_files->problem().empty())
+      return make_error(errc::checkpoint_failed, replan_files->problem());
+    replans = std::make_shared<checkpoint_writer>(replan_files->path(), 1);
+  }
 
   caf::actor_system_config sys_cfg;
   configure(sys_cfg);
@@ -124,12 +138,14 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   for (const auto& k :
        poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
     kills.push_back(k);
-  // One manager per plan: the first on every node, each after a rollback (a
-  // loss shadows cannot cover, with checkpoints) on the survivors.
+  // One manager per plan: the first on every node, each after a re-partition
+  // or a rollback (a loss shadows cannot cover, with checkpoints) on the
+  // survivors.
   auto run_cfg = cfg;
   std::vector<int> ids(static_cast<std::size_t>(cfg.stages));
   std::iota(ids.begin(), ids.end(), 0);
   std::uint64_t generation = 1;
+  std::string first_event;
   run_result total;
   caf::error failure;
   for (;;) {
@@ -161,8 +177,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     spec.checkpoints = writer;
     spec.checkpoint_every = ck.every;
     spec.keep_nodes_on_failure = writer != nullptr;
-    if (total.rollbacks > 0)
-      spec.first_event = "rolled back to step " + std::to_string(spec.first_step);
+    spec.first_event = first_event;
+    spec.replans = replans;
+    spec.depths = depths;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
     {
@@ -172,6 +189,42 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     }
     auto& r = *spec.result;
     add_plan(total, r);
+    // Survivors' kills and names, as the next plan numbers them.
+    auto renumber = [&] {
+      if (spec.injector)
+        kills = pending_kills(*spec.injector, r.alive);
+      std::vector<int> next_ids;
+      for (int n : r.alive)
+        next_ids.push_back(ids.at(static_cast<std::size_t>(n)));
+      ids = std::move(next_ids);
+      generation = r.generation + 1;
+    };
+    if (!failure && r.replanned_at >= 0) {
+      // A re-partition: the layers split anew over the live nodes, from the
+      // state every stage saved at the boundary.
+      auto failures = replans->finish(); // cumulative
+      run_cfg.stages = plan_depth(static_cast<int>(r.alive.size()), depths);
+      auto point = failures.size() == replan_failures
+                       ? checkpoint_at(
+                             run_cfg, checkpoint_step_dir(replans->dir(), r.replanned_at))
+                       : make_error(errc::checkpoint_failed, failures.back());
+      if (point) {
+        resume = *point;
+        renumber();
+        first_event = "re-planned: " + r.replan_reason;
+        ++total.replans;
+        log::get("bamboo.manager")
+            ->info("a new plan from step {} on {} nodes, {} stages: {}", r.replanned_at,
+                   r.alive.size(), run_cfg.stages, r.replan_reason);
+        continue;
+      }
+      replan_failures = failures.size();
+      // Without the saved state, the newest checkpoint (if any) is the way on.
+      failure = make_error(errc::unrecoverable_failure,
+                           "the state saved for a new plan before step " +
+                               std::to_string(r.replanned_at) +
+                               " cannot be loaded: " + describe(point.error()));
+    }
     if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure) ||
         r.alive.empty()) {
       total = finish_run(std::move(total), std::move(r));
@@ -179,20 +232,15 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     writer->finish();
-    run_cfg.stages = static_cast<int>(r.alive.size());
+    run_cfg.stages = std::min(depths.max, static_cast<int>(r.alive.size()));
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
       failure = point.error();
       break;
     }
     resume = *point;
-    if (spec.injector)
-      kills = pending_kills(*spec.injector, r.alive);
-    std::vector<int> next_ids;
-    for (int n : r.alive)
-      next_ids.push_back(ids.at(static_cast<std::size_t>(n)));
-    ids = std::move(next_ids);
-    generation = r.generation + 1;
+    renumber();
+    first_event = "rolled back to step " + std::to_string(resume->step);
     roll_back(total, resume->step);
     log::get("bamboo.manager")
         ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", resume->step,

@@ -9,6 +9,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/plan/planner.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/plan/run_record.hpp"
 #include "actors/resume_point.hpp"
@@ -32,6 +33,11 @@ struct run_options {
   // for all); `resume` starts from the newest complete one there, on any
   // number of stages.
   checkpoint_options checkpoints;
+  // Re-partitioning: when a node runs two stages after a failover, the next
+  // step boundary splits the layers anew over the live nodes, a stage each,
+  // down to depths.min stages (zeros: cfg.stages, no re-partition). The state
+  // moves through files in a scratch directory (DIR/replan with checkpoints).
+  depth_range depths;
 };
 
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.

@@ -75,9 +75,8 @@ void manager_state::start_owners() {
 bool manager_state::replan() {
   if (!spec_.replans || replanning_)
     return false;
-  const auto why = replan_reason(
-      plan_, spec_.target_stages > 0 ? spec_.target_stages : spec_.cfg.stages, standby_,
-      ids());
+  const auto why =
+      replan_reason(plan_, resolve(spec_.depths, spec_.cfg.stages), standby_, ids());
   if (why.empty())
     return false;
   replanning_ = true;

@@ -1,5 +1,7 @@
 #include "actors/resume_point.hpp"
 
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 
 #include "actors/errors.hpp"
@@ -89,6 +91,26 @@ rollback_point(const train_config& cfg, const std::string& dir,
                       describe(loss) + "; no checkpoint to roll back to (" +
                           describe(point.error()) + ")");
   return point;
+}
+
+replan_dir::replan_dir(const std::string& checkpoint_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!checkpoint_dir.empty()) {
+    path_ = (fs::path(checkpoint_dir) / "replan").string();
+    fs::create_directories(path_, ec);
+  } else {
+    path_ = (fs::temp_directory_path(ec) / "bamboo-replan-XXXXXX").string();
+    if (!mkdtemp(path_.data()))
+      ec = std::error_code(errno, std::generic_category());
+  }
+  if (ec)
+    problem_ = "cannot make the re-plan directory " + path_ + ": " + ec.message();
+}
+
+replan_dir::~replan_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 } // namespace bamboo

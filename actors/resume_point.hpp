@@ -44,4 +44,20 @@ caf::expected<std::shared_ptr<const checkpoint>>
 rollback_point(const train_config& cfg, const std::string& dir,
                const std::shared_ptr<const token_corpus>& corpus, const caf::error& loss);
 
+// Where re-plans put the state the next plan starts from: DIR/replan under the
+// checkpoint directory (which every worker reaches), else a scratch directory;
+// removed when the run ends.
+class replan_dir {
+public:
+  explicit replan_dir(const std::string& checkpoint_dir);
+  ~replan_dir();
+  replan_dir(const replan_dir&) = delete;
+  replan_dir& operator=(const replan_dir&) = delete;
+  const std::string& path() const { return path_; }
+  const std::string& problem() const { return problem_; } // empty: usable
+
+private:
+  std::string path_, problem_;
+};
+
 } // namespace bamboo

@@ -3,12 +3,14 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <caf/all.hpp>
+#include <chrono>
 
 #include "actors/errors.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/shadow_state.hpp"
 #include "actors/shard_writer.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
 
@@ -90,10 +92,13 @@ struct stage_state {
         },
         [this](checkpoint_atom, const std::string& step_dir, std::int64_t k) {
           auto rp = self_->make_response_promise<checkpoint_shard>();
-          write_shard(
-              self_,
-              make_snapshot(state_blobs(*spec_.executor, stage_), step_dir, stage_, k),
-              rp);
+          const auto t0 = std::chrono::steady_clock::now();
+          auto snap =
+              make_snapshot(state_blobs(*spec_.executor, stage_), step_dir, stage_, k);
+          add_checkpoint_snapshot(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                  .count());
+          write_shard(self_, std::move(snap), rp);
           return rp;
         },
     };

@@ -1,9 +1,13 @@
 // What redundancy costs and what failover takes, measured in one run (interleaved
 // rounds, warm-up steps left out, medians with min and max):
 //   throughput  fault-free throughput of lazy and eager over off;
-//   checkpoint  what a background checkpoint every 2 steps costs a lazy run's
-//               step: each round runs both, so the ratio is taken per round
-//               (the machine's drift between rounds cancels), then its median;
+//   checkpoint  what a background checkpoint every N steps (10: the goodput
+//               benchmark's setting) costs a lazy run's step, two ways: the
+//               throughput ratio (each round runs both, so the ratio is taken
+//               per round, then its median: the machine's drift between
+//               rounds cancels, its noise does not), and directly, the
+//               snapshot's wall time plus the writers' CPU time per step over
+//               the step time (the cost if no core were ever idle);
 //   failover    failover latency, from the kill to the completion of the step
 //               it hit, next to the fault-free step time of the same runs.
 // `--part` picks one (all three take 10-20 minutes on 2 cores).
@@ -32,6 +36,7 @@ struct bench_options {
   std::string part = "all";
   int rounds = 5;
   int steps = 8;
+  int checkpoint_every = 10;
 };
 
 train_config bench_config(redundancy_mode mode, int steps) {
@@ -74,6 +79,13 @@ std::string against(double ratio, double goal) {
   return buf;
 }
 
+std::string at_most(double share, double goal) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%.4f  (goal <= %.2f, %s)", share, goal,
+                share <= goal ? "met" : "MISSED");
+  return buf;
+}
+
 void throughput(const bench_options& b) {
   std::vector<double> off, lazy, eager;
   for (int round = 0; round < b.rounds; ++round) {
@@ -99,9 +111,9 @@ bool checkpoint_cost(const bench_options& b) {
   }
   run_options ck;
   ck.checkpoints.dir = dir;
-  ck.checkpoints.every = 2;
+  ck.checkpoints.every = b.checkpoint_every;
   ck.checkpoints.keep = 1;
-  std::vector<double> lazy, checkpointed, ratio, cpu_share;
+  std::vector<double> lazy, checkpointed, ratio, cpu_share, snapshot_share, cost;
   std::size_t written = 0;
   for (int round = 0; round < b.rounds; ++round) {
     // Alternate which goes first, so neither always runs on a warmer machine.
@@ -112,15 +124,20 @@ bool checkpoint_cost(const bench_options& b) {
         plain = median_step(run(cfg));
       } else {
         const double cpu0 = checkpoint_cpu_seconds();
+        const double snap0 = checkpoint_snapshot_seconds();
         auto r = run(cfg, ck);
-        // Writer CPU per step over the step time.
-        cpu_share.push_back((checkpoint_cpu_seconds() - cpu0) / b.steps / median_step(r));
+        // Per step, over the step time: the writers' CPU, and the snapshots'
+        // wall time (summed over the stages, as if one core ran them all).
+        const double per_step = double(b.steps) * median_step(r);
+        cpu_share.push_back((checkpoint_cpu_seconds() - cpu0) / per_step);
+        snapshot_share.push_back((checkpoint_snapshot_seconds() - snap0) / per_step);
+        cost.push_back(cpu_share.back() + snapshot_share.back());
         if (!r.checkpoint_failures.empty()) {
           std::fprintf(stderr, "bench: a checkpoint failed: %s\n",
                        r.checkpoint_failures.front().c_str());
           return false;
         }
-        written += static_cast<std::size_t>((b.steps - 1) / 2);
+        written += static_cast<std::size_t>(b.steps / b.checkpoint_every);
         with = median_step(r);
       }
     }
@@ -131,17 +148,21 @@ bool checkpoint_cost(const bench_options& b) {
   std::filesystem::remove_all(dir);
   std::printf("fault-free step, lazy:                          %s\n",
               bench::spread(lazy).c_str());
-  std::printf("fault-free step, lazy, checkpoint every 2 steps: %s (%zu checkpoints)\n",
-              bench::spread(checkpointed).c_str(), written);
+  std::printf("fault-free step, lazy, checkpoint every %d steps: %s (%zu checkpoints)\n",
+              b.checkpoint_every, bench::spread(checkpointed).c_str(), written);
   std::printf("throughput lazy+checkpoints / lazy, per round:  %s\n",
               bench::spread(ratio, "").c_str());
   std::printf("throughput lazy+checkpoints / lazy:             %s\n",
               against(median(ratio), 0.98).c_str());
-  // The writers' own CPU time (hashing, copying to the page cache; they run
-  // in idle time), whatever the step time did: what they would cost if no
-  // core were ever idle.
+  // Measured directly, whatever the step time's noise did: the writers' own
+  // CPU (hashing, copying to the page cache; at nice 10 they use idle time)
+  // and the snapshots training waited for.
   std::printf("writer CPU per step / step time:                %s\n",
               bench::spread(cpu_share, "").c_str());
+  std::printf("snapshot wall per step / step time:             %s\n",
+              bench::spread(snapshot_share, "").c_str());
+  std::printf("checkpoint cost on the step, direct:            %s\n",
+              at_most(median(cost), 0.02).c_str());
   return true;
 }
 
@@ -186,6 +207,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--steps", b.steps, "steps per run (the first 2 are warm-up)")
       ->check(CLI::Range(6, 10000))
+      ->capture_default_str();
+  app.add_option("--checkpoint-every", b.checkpoint_every,
+                 "steps between checkpoints in the checkpoint part")
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-bench-redundancy"))
     return *status;

@@ -278,6 +278,7 @@ double thread_cpu_seconds() {
 
 namespace {
 std::atomic<std::int64_t> checkpoint_cpu_us{0};
+std::atomic<std::int64_t> checkpoint_snapshot_us{0};
 } // namespace
 
 double checkpoint_cpu_seconds() {
@@ -286,6 +287,14 @@ double checkpoint_cpu_seconds() {
 
 void add_checkpoint_cpu(double seconds) {
   checkpoint_cpu_us.fetch_add(static_cast<std::int64_t>(seconds * 1e6));
+}
+
+double checkpoint_snapshot_seconds() {
+  return double(checkpoint_snapshot_us.load()) * 1e-6;
+}
+
+void add_checkpoint_snapshot(double seconds) {
+  checkpoint_snapshot_us.fetch_add(static_cast<std::int64_t>(seconds * 1e6));
 }
 
 checkpoint_writer::checkpoint_writer(std::string dir, int keep)

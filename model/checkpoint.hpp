@@ -96,6 +96,12 @@ double thread_cpu_seconds();
 double checkpoint_cpu_seconds();
 void add_checkpoint_cpu(double seconds);
 
+// Wall seconds the stages spent taking checkpoint snapshots (copying their
+// state to memory between steps, on the training thread: the part of a
+// checkpoint that training waits for), counted by add_checkpoint_snapshot.
+double checkpoint_snapshot_seconds();
+void add_checkpoint_snapshot(double seconds);
+
 // One background thread writing submitted manifests in order (their stages
 // wrote the files).
 class checkpoint_writer {

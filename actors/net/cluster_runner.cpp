@@ -130,36 +130,6 @@ private:
   std::string resume_; // the checkpoint's step directory, or empty
 };
 
-// Where re-plans put the state the next plan starts from: DIR/replan under the
-// checkpoint directory (which every worker reaches), else a scratch directory;
-// removed when the run ends.
-class replan_dir {
-public:
-  explicit replan_dir(const std::string& checkpoint_dir) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!checkpoint_dir.empty()) {
-      path_ = (fs::path(checkpoint_dir) / "replan").string();
-      fs::create_directories(path_, ec);
-    } else {
-      path_ = (fs::temp_directory_path(ec) / "bamboo-replan-XXXXXX").string();
-      if (!mkdtemp(path_.data()))
-        ec = std::error_code(errno, std::generic_category());
-    }
-    if (ec)
-      problem_ = "cannot make the re-plan directory " + path_ + ": " + ec.message();
-  }
-  ~replan_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  const std::string& problem() const { return problem_; }
-
-private:
-  std::string path_, problem_;
-};
-
 // Joins and losses the gateway told of while the manager ran.
 void update_members(caf::scoped_actor& self, std::vector<member>& members) {
   bool more = true;
@@ -209,6 +179,9 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (cfg.stages < 2)
     return make_error(errc::invalid_config, "a cluster of processes needs 2 or more "
                                             "stages (one worker process each)");
+  if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 2))
+    return make_error(errc::invalid_config, *bad);
+  const auto depths = resolve(opts.depths, cfg.stages);
   std::string problem;
   // Every worker loads the data itself; fail here first if it cannot be read.
   auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
@@ -303,7 +276,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     spec.replans = replans;
     spec.injector = announced;
     spec.standby = standby();
-    spec.target_stages = cfg.stages;
+    spec.depths = depths;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
     // Until the plan ends: the members that join or leave meanwhile are the
@@ -353,7 +326,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     if (replanned) {
       auto failures = replans->finish(); // the manifest is on disk
       if (failures.size() == replan_failures && static_cast<int>(live.size()) >= 2) {
-        run_cfg.stages = std::min(cfg.stages, static_cast<int>(live.size()));
+        run_cfg.stages = plan_depth(static_cast<int>(live.size()), depths);
         first_step = r.replanned_at;
         resume = checkpoint_step_dir(replans->dir(), first_step);
         first_event = "re-planned: " + r.replan_reason;
@@ -392,7 +365,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                                " worker(s) left, 2 are needed to go on");
       break;
     }
-    run_cfg.stages = std::min(cfg.stages, static_cast<int>(live.size()));
+    run_cfg.stages = std::min(depths.max, static_cast<int>(live.size()));
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
       failure = point.error();

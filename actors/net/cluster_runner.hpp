@@ -19,6 +19,7 @@
 
 #include "actors/net/network.hpp"
 #include "actors/plan/heartbeat_tracker.hpp"
+#include "actors/plan/planner.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/plan/run_record.hpp"
 #include "actors/resume_point.hpp"
@@ -46,6 +47,10 @@ struct cluster_options {
   // state (into DIR/replan under the checkpoint directory, else a scratch
   // directory) and a new plan starts from it on the survivors and the standby.
   int workers = 0;
+  // The depths a new plan may have (zeros: cfg.stages). With no standby worker,
+  // a node running two stages re-partitions the layers over the live workers,
+  // down to depths.min stages; standby workers deepen it again, up to depths.max.
+  depth_range depths;
   bool collect_digests = false; // the workers' final state digests into the result
   // Checkpoints as in embedded mode; every worker writes its stage's file into
   // `dir` (one directory that every process reaches), this process the

@@ -148,10 +148,42 @@ std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan) {
   return out;
 }
 
-std::string replan_reason(const cluster_plan& plan, int target_stages, int standby,
-                          const std::vector<int>& ids) {
-  if (standby <= 0)
-    return {};
+depth_range resolve(depth_range r, int stages) {
+  if (r.min <= 0)
+    r.min = stages;
+  if (r.max <= 0)
+    r.max = stages;
+  return r;
+}
+
+std::optional<std::string> check_depths(const depth_range& given, int stages, int layers,
+                                        int lowest) {
+  const auto r = resolve(given, stages);
+  const auto n = [](int v) { return std::to_string(v); };
+  if (given.min < 0 || given.max < 0)
+    return std::string("--min-stages and --max-stages must not be negative");
+  if (r.min > r.max)
+    return "--min-stages " + n(r.min) + " is above --max-stages " + n(r.max);
+  if (r.min < lowest)
+    return "--min-stages " + n(r.min) + " is below " + n(lowest) +
+           " (the fewest stages "
+           "this mode runs)";
+  if (r.max > layers)
+    return "--max-stages " + n(r.max) + " is above the model's " + n(layers) +
+           " layers (a stage holds one or more)";
+  if (stages < r.min || stages > r.max)
+    return "--stages " + n(stages) + " is outside --min-stages " + n(r.min) +
+           " to --max-stages " + n(r.max);
+  return std::nullopt;
+}
+
+int plan_depth(int live, const depth_range& r) {
+  return std::max(r.min, std::min(r.max, live));
+}
+
+std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
+                          int standby, const std::vector<int>& ids) {
+  const int live = plan.live_nodes();
   for (int n = 0; n < static_cast<int>(plan.alive.size()); ++n) {
     const auto stages = plan.stages_of(n);
     if (!plan.alive[n] || stages.size() < 2)
@@ -159,13 +191,19 @@ std::string replan_reason(const cluster_plan& plan, int target_stages, int stand
     std::string list;
     for (int s : stages)
       list += " " + std::to_string(s);
-    const int id = n < static_cast<int>(ids.size()) ? ids[n] : n;
-    return "node " + std::to_string(id) + " runs stages" + list + " and " +
-           std::to_string(standby) + " standby node(s) can take one";
+    const std::string node =
+        "node " + std::to_string(n < static_cast<int>(ids.size()) ? ids[n] : n) +
+        " runs stages" + list;
+    if (standby > 0)
+      return node + " and " + std::to_string(standby) + " standby node(s) can take one";
+    if (plan.pipelines == 1 && plan.stages > depths.min && live >= depths.min)
+      return node + " and no node is standby: the layers are re-partitioned into " +
+             std::to_string(plan_depth(live, depths)) + " stages";
+    return {};
   }
-  if (plan.stages < target_stages)
+  if (standby > 0 && plan.stages < depths.max)
     return "the pipeline has " + std::to_string(plan.stages) + " of " +
-           std::to_string(target_stages) + " stages and " + std::to_string(standby) +
+           std::to_string(depths.max) + " stages and " + std::to_string(standby) +
            " standby node(s) can deepen it";
   return {};
 }

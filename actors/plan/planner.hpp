@@ -63,14 +63,38 @@ failover_decision plan_failover(const cluster_plan& plan, int node);
 // that node runs the stage itself. Returns (stage, node) pairs.
 std::vector<std::pair<int, int>> plan_reshadow(const cluster_plan& plan);
 
+// The pipeline depths a plan may choose (beyond Bamboo, which keeps S fixed):
+// fewer stages when the live nodes cannot give each stage a node of its own,
+// more again when nodes return. 0 means the run's --stages.
+struct depth_range {
+  int min = 0;
+  int max = 0;
+};
+
+// The range with its zeros replaced by `stages`.
+depth_range resolve(depth_range r, int stages);
+
+// The range's mistakes in the command line's words (--min-stages above
+// --max-stages, --stages outside the range, a bound below `lowest` or above
+// the model's `layers`), or nullopt.
+std::optional<std::string> check_depths(const depth_range& r, int stages, int layers,
+                                        int lowest);
+
+// The depth of a new plan on `live` nodes: a stage each, within the range
+// (fewer nodes than r.min: r.min, and some node runs two stages).
+int plan_depth(int live, const depth_range& r);
+
 // Why the cluster should get a new plan at this step boundary, in words (no
 // commas: it goes into the metrics CSV), or empty. Bamboo's triggers for one
 // pipeline, given `standby` live nodes outside the plan: a standby node can
 // relieve a node that runs two stages, or deepen a pipeline that has fewer
-// stages than `target_stages` (after a rollback onto fewer nodes). Nodes are
-// named by `ids` (node -> its name in records) when given.
-std::string replan_reason(const cluster_plan& plan, int target_stages, int standby,
-                          const std::vector<int>& ids = {});
+// stages than `depths.max` (after a rollback or a re-partition onto fewer
+// nodes). Beyond Bamboo: with no standby node, a node that runs two stages
+// while the pipeline is deeper than `depths.min` re-partitions the layers
+// over the live nodes, a stage each. `depths` is resolved. Nodes are named by
+// `ids` (node -> its name in records) when given.
+std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
+                          int standby, const std::vector<int>& ids = {});
 
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {

@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
       std::chrono::milliseconds(static_cast<long>(o.replacement_wait_s * 1000));
   c.join_timeout = std::chrono::seconds(join_timeout_s);
   c.workers = o.workers;
+  c.depths = o.run.depths;
   if (app.count("--stages") == 0)
     return admit_only(c);
 

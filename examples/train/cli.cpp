@@ -111,6 +111,15 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "--stages; the others are standby and take a stage at a step boundary "
                  "when a node runs two)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--min-stages", o.run.depths.min,
+                 "re-partition the layers over fewer stages (down to this many) when a "
+                 "failover leaves a node running two and no node is standby (default "
+                 "--stages: never)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-stages", o.run.depths.max,
+                 "the deepest pipeline a new plan may have when standby workers "
+                 "return (default --stages)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--resume", o.run.checkpoints.resume,
                "start from the newest complete checkpoint in --checkpoint-dir (any "
                "number of stages)");
@@ -148,7 +157,9 @@ std::optional<std::string> train_options::finish() {
   if (o_.workers > 0 && o_.workers < c.stages)
     return "--workers " + std::to_string(o_.workers) + " is below --stages " +
            std::to_string(c.stages) + ": every stage needs a worker";
-  return validate(c);
+  if (auto problem = validate(c))
+    return problem;
+  return check_depths(o_.run.depths, c.stages, c.model.pipeline_layers(), 1);
 }
 
 namespace {
@@ -243,6 +254,9 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   if (!problem && !o.processes &&
       (o.workers > 0 || !o.joins.empty() || !o.spot_trace.empty()))
     problem = "--workers, --join and --spot-trace are for --processes (worker processes)";
+  // (--stages 1 has a message of its own.)
+  if (!problem && o.processes && o.cfg.stages >= 2)
+    problem = check_depths(o.run.depths, o.cfg.stages, o.cfg.model.pipeline_layers(), 2);
   if (!problem && o.processes && app.count("--transport") > 0 &&
       o.run.transport == transport_kind::local)
     problem = "--transport local hands tensors over inside one process; worker "

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
@@ -261,4 +262,59 @@ TEST_CASE("neighbours lost in different steps are covered by a new shadow", "[ac
       CHECK(std::memcmp(it->values.data(), sh.values.data(), 4 * sh.values.size()) == 0);
     }
   }
+}
+
+TEST_CASE("with a minimum depth of 2 a node left running two stages re-partitions the "
+          "layers over the live nodes (4 then 3 then 2 stages) and no bit changes",
+          "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  cfg.steps = 6;
+  auto ref = run(cfg);
+  run_options o;
+  o.collect_parameters = true;
+  // Node 1 dies in step 1 (node 0 runs stages 0 1 to its end); node 3, the
+  // last stage of the 3-stage plan, dies in step 3.
+  o.preemptions = {{1, 1, 2}, {3, 3, 1}};
+  o.depths.min = 2;
+  auto got = run_embedded(cfg, o);
+  REQUIRE(got);
+  CHECK(got->replans == 2);
+  CHECK(got->failovers.size() == 2);
+  REQUIRE(got->steps.size() == ref.steps.size());
+  for (std::size_t k = 0; k < ref.steps.size(); ++k) {
+    INFO("step " << k);
+    CHECK(got->steps[k].loss == ref.steps[k].loss);
+  }
+  CHECK(got->steps.at(2).event == "re-planned: node 0 runs stages 0 1 and no node is "
+                                  "standby: the layers are re-partitioned into 3 stages");
+  CHECK(got->steps.at(4).event == "re-planned: node 2 runs stages 1 2 and no node is "
+                                  "standby: the layers are re-partitioned into 2 stages");
+  CHECK(got->steps.back().event.empty()); // both stages protected again
+  // The final state, by global layer name, is the 4-stage run's (the per-stage
+  // step counters are named after stages, of which there are now 2).
+  auto state = [](const run_result& r) {
+    std::map<std::string, std::vector<float>> out;
+    for (const auto& b : r.parameters)
+      if (b.name.find("#steps") == std::string::npos)
+        out[b.name] = b.values;
+    return out;
+  };
+  CHECK(state(*got) == state(ref));
+}
+
+TEST_CASE("a depth range that cannot hold the run is refused by name", "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  auto refused = [&](int min, int max) {
+    run_options o;
+    o.depths = {min, max};
+    auto r = run_embedded(cfg, o);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code() == static_cast<std::uint8_t>(errc::invalid_config));
+    return describe(r.error());
+  };
+  CHECK_THAT(refused(3, 2), Catch::Contains("--min-stages 3 is above --max-stages 2"));
+  CHECK_THAT(refused(0, 5),
+             Catch::Contains("--max-stages 5 is above the model's 4 layers"));
+  CHECK_THAT(refused(2, 3), Catch::Contains("--stages 4 is outside --min-stages 2 to "
+                                            "--max-stages 3"));
 }

@@ -92,6 +92,15 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "are for --processes");
   check_rejected("--steps 0", "--steps must be 1 or more");
   check_rejected("--processes --stages 2 --transport local", "--transport local");
+  check_rejected("--stages 3 --min-stages 3 --max-stages 2",
+                 "--min-stages 3 is above --max-stages 2");
+  check_rejected("--stages 2 --min-stages 3", "--min-stages 3 is above --max-stages 2");
+  check_rejected("--layers 2 --stages 4 --max-stages 5",
+                 "--max-stages 5 is above the model's 4 layers");
+  check_rejected("--stages 4 --min-stages 2 --max-stages 3",
+                 "--stages 4 is outside --min-stages 2 to --max-stages 3");
+  check_rejected("--processes --stages 3 --min-stages 1",
+                 "--min-stages 1 is below 2 (the fewest stages this mode runs)");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",

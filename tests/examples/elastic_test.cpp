@@ -100,3 +100,38 @@ TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent k
   // The last plan runs on the survivors and both standby workers.
   CHECK(verdict.find("stage owners 0 2 4 5, shadows 5 0 2 4") != std::string::npos);
 }
+
+TEST_CASE("with --min-stages 2 and no standby worker two non-adjacent kills re-partition "
+          "the pipeline from 4 stages to 3 then 2, losses identical and a ledger that "
+          "verifies",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(103);
+  cfg.steps = 14;
+  const auto expected = embedded_reference(cfg);
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  // Worker 3 runs the last stage of the 3-stage plan (on workers 0, 2, 3).
+  process_run run(cfg, "repartition",
+                  {"--min-stages", "2", "--preempt", "node=1@step=3", "--preempt",
+                   "node=3@step=7", "--ledger", ledger});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
+  CHECK(log.find("summary: 2 new plan(s) at step boundaries") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m, expected);
+  check_state(run.digests, expected, true, false);
+  const long three =
+      first_event(m, "re-planned: node 0 runs stages 0 1 and no node is "
+                     "standby: the layers are re-partitioned into 3 stages");
+  const long two = first_event(m, "re-planned: node 2 runs stages 1 2 and no node is "
+                                  "standby: the layers are re-partitioned into 2 stages");
+  CHECK(three == 4); // the boundary after the failover's step
+  CHECK(two == 8);
+  CHECK(m.events.back().empty()); // both stages protected at the end
+  const auto verdict = verify_ledger(ledger);
+  CHECK(verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(verdict.find("stage owners 0 2, shadows 2 0") != std::string::npos);
+}

@@ -118,21 +118,65 @@ TEST_CASE("a recovery round counts a survivor's own work, a restarted stage's "
 TEST_CASE("a standby node triggers a new plan when a node runs two stages or the "
           "pipeline is shallower than asked, and nothing else does",
           "[actors][plan]") {
+  const depth_range four{4, 4};
   auto p = cluster_plan::initial(4, redundancy_mode::lazy);
-  CHECK(replan_reason(p, 4, 2).empty()); // one stage a node: standby stays standby
+  CHECK(replan_reason(p, four, 2).empty()); // one stage a node: standby stays standby
   auto d = plan_failover(p, 1);
   REQUIRE(d.fatal.empty());
-  CHECK(replan_reason(d.plan, 4, 0).empty()); // nobody to take a stage
-  CHECK(replan_reason(d.plan, 4, 1) ==
+  CHECK(replan_reason(d.plan, four, 0).empty()); // nobody to take a stage
+  CHECK(replan_reason(d.plan, four, 1) ==
         "node 0 runs stages 0 1 and 1 standby node(s) can take one");
   // Across processes nodes are named by their member numbers.
-  CHECK(replan_reason(d.plan, 4, 1, {7, 8, 9, 10}) ==
+  CHECK(replan_reason(d.plan, four, 1, {7, 8, 9, 10}) ==
         "node 7 runs stages 0 1 and 1 standby node(s) can take one");
   auto shallow = cluster_plan::initial(2, redundancy_mode::off);
-  CHECK(replan_reason(shallow, 2, 1).empty());
-  CHECK(replan_reason(shallow, 4, 0).empty());
-  CHECK(replan_reason(shallow, 4, 3) ==
+  CHECK(replan_reason(shallow, {2, 2}, 1).empty());
+  CHECK(replan_reason(shallow, {2, 4}, 0).empty());
+  CHECK(replan_reason(shallow, {2, 4}, 3) ==
         "the pipeline has 2 of 4 stages and 3 standby node(s) can deepen it");
+}
+
+TEST_CASE("with no standby node a node running two stages re-partitions the pipeline "
+          "over the live nodes, never below the minimum depth",
+          "[actors][plan]") {
+  auto p = cluster_plan::initial(4, redundancy_mode::lazy);
+  auto d = plan_failover(p, 1);
+  REQUIRE(d.fatal.empty());
+  CHECK(replan_reason(d.plan, {2, 4}, 0) ==
+        "node 0 runs stages 0 1 and no node is standby: the layers are re-partitioned "
+        "into 3 stages");
+  CHECK(replan_reason(d.plan, {3, 4}, 0, {5, 6, 7, 8}) ==
+        "node 5 runs stages 0 1 and no node is standby: the layers are re-partitioned "
+        "into 3 stages");
+  // A standby node relieves instead.
+  CHECK(replan_reason(d.plan, {2, 4}, 1) ==
+        "node 0 runs stages 0 1 and 1 standby node(s) can take one");
+  // Two losses: 2 live nodes, and a minimum of 3 keeps the plan as it is.
+  auto d2 = plan_failover(d.plan, 3);
+  REQUIRE(d2.fatal.empty());
+  CHECK(replan_reason(d2.plan, {3, 4}, 0).empty());
+  CHECK(replan_reason(d2.plan, {2, 4}, 0).find("re-partitioned into 2 stages") !=
+        std::string::npos);
+  // The depth of a new plan: a stage a node, within the range.
+  CHECK(plan_depth(3, {2, 4}) == 3);
+  CHECK(plan_depth(6, {2, 4}) == 4);
+  CHECK(plan_depth(1, {2, 4}) == 2);
+  CHECK(resolve({0, 0}, 4).min == 4);
+  CHECK(resolve({2, 0}, 4).max == 4);
+}
+
+TEST_CASE("depth ranges are checked against the run's depth and the model's layers",
+          "[actors][plan]") {
+  CHECK_FALSE(check_depths({}, 4, 6, 1));
+  CHECK_FALSE(check_depths({2, 6}, 4, 6, 2));
+  CHECK(*check_depths({3, 2}, 2, 6, 1) == "--min-stages 3 is above --max-stages 2");
+  CHECK(*check_depths({1, 0}, 4, 6, 2) ==
+        "--min-stages 1 is below 2 (the fewest stages this mode runs)");
+  CHECK(*check_depths({0, 7}, 4, 6, 1) ==
+        "--max-stages 7 is above the model's 6 layers (a stage holds one or more)");
+  CHECK(*check_depths({5, 0}, 4, 6, 1) == "--min-stages 5 is above --max-stages 4");
+  CHECK(*check_depths({2, 3}, 4, 6, 1) ==
+        "--stages 4 is outside --min-stages 2 to --max-stages 3");
 }
 
 TEST_CASE("the zone ring puts each stage and its replica in different zones where the "
