@@ -135,3 +135,31 @@ TEST_CASE("with --min-stages 2 and no standby worker two non-adjacent kills re-p
   CHECK(verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
   CHECK(verdict.find("stage owners 0 2, shadows 2 0") != std::string::npos);
 }
+
+TEST_CASE("a pipeline re-partitioned to 3 stages is deepened to 4 again when a worker "
+          "joins, losses identical",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(104);
+  cfg.steps = 300; // time for the new worker to start on 2 busy cores
+  const auto expected = embedded_reference(cfg);
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  process_run run(cfg, "deepen",
+                  {"--min-stages", "3", "--preempt", "node=1@step=3", "--join", "step=6",
+                   "--ledger", ledger});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("summary: 2 new plan(s) at step boundaries") != std::string::npos);
+  auto m = read_metrics(run.metrics);
+  check_losses(m, expected);
+  check_state(run.digests, expected, true, false);
+  CHECK(first_event(m, "re-planned: node 0 runs stages 0 1 and no node is standby: the "
+                       "layers are re-partitioned into 3 stages") == 4);
+  CHECK(first_event(m, "re-planned: the pipeline has 3 of 4 stages and 1 standby "
+                       "node(s) can deepen it") >= 7);
+  const auto verdict = verify_ledger(ledger);
+  CHECK(verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
+}
