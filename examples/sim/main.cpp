@@ -41,10 +41,11 @@ struct run_spec {
   policy_kind policy;
   sim_redundancy redundancy;
   std::uint64_t seed;
+  std::string bamboo_suffix; // the S range and zones, when given
   std::string label() const {
     std::string l = to_string(policy);
     if (policy == policy_kind::bamboo)
-      l += std::string("/") + to_string(redundancy);
+      l += std::string("/") + to_string(redundancy) + bamboo_suffix;
     return l;
   }
 };
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   std::string summary_path, series_path, plot_path;
   std::string ckpt_interval = "30m", restart = "60s", ckpt_cost;
   std::vector<std::string> policies{"bamboo-nsdi23"}, redundancies{"lazy"};
-  int capacity = 48, threads = 0;
+  int capacity = 48, threads = 0, min_stages = 0, zones = 1;
   bool timing = false;
   auto* trace_opt =
       app.add_option("--trace", trace_path, "event or instance-count trace file");
@@ -98,6 +99,14 @@ int main(int argc, char** argv) {
   app.add_option("--restart-cost", restart, "time to restart from a checkpoint");
   app.add_option("--checkpoint-cost", ckpt_cost,
                  "time a checkpoint stops training (default 0 for bamboo, 10s for c-r)");
+  app.add_option("--min-stages", min_stages,
+                 "bamboo policy: with fewer ready nodes than the profile's stages, one "
+                 "shallower pipeline (down to this many stages) trains instead of none")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--zones", zones,
+                 "bamboo policy: instance i is in zone i mod K; each pipeline's ring "
+                 "keeps a stage and its replica in different zones")
+      ->check(CLI::PositiveNumber);
   app.add_option("--summary", summary_path, "summary JSON file");
   app.add_option("--series", series_path, "time series CSV file (first run)");
   app.add_option("--plot", plot_path, "SVG plot of instances, throughput and cost");
@@ -117,6 +126,8 @@ int main(int argc, char** argv) {
   if (app.count("--redundancy") > 0 && !grid_has_bamboo)
     return bad("--redundancy applies to --policy bamboo only (bamboo-nsdi23 is the "
                "original's fixed lazy redundancy)");
+  if ((app.count("--min-stages") > 0 || app.count("--zones") > 0) && !grid_has_bamboo)
+    return bad("--min-stages and --zones apply to --policy bamboo only");
   if (app.count("--seeds") > 0 && !trace_path.empty())
     return bad("--seeds applies to generated traces (--generate); a --trace file has "
                "no seed");
@@ -137,6 +148,16 @@ int main(int argc, char** argv) {
   } else {
     base.prof = *builtin_profile(model);
   }
+  if (min_stages > base.prof.stages)
+    return bad("--min-stages " + std::to_string(min_stages) + " is above the profile's " +
+               std::to_string(base.prof.stages) + " stages");
+  base.min_stages = min_stages;
+  base.zones = zones;
+  std::string suffix;
+  if (min_stages > 0 && min_stages < base.prof.stages)
+    suffix += " S" + std::to_string(min_stages) + "-" + std::to_string(base.prof.stages);
+  if (zones > 1)
+    suffix += " zones " + std::to_string(zones);
   if (!duration.empty()) {
     std::int64_t ms = 0;
     if (!parse_duration(duration, ms) || ms <= 0)
@@ -203,7 +224,7 @@ int main(int argc, char** argv) {
                   : p == "on-demand"          ? policy_kind::on_demand
                                               : policy_kind::nsdi23;
       if (kind != policy_kind::bamboo) {
-        runs.push_back({kind, sim_redundancy::lazy, s});
+        runs.push_back({kind, sim_redundancy::lazy, s, ""});
         continue;
       }
       for (const auto& r : redundancies)
@@ -212,7 +233,7 @@ int main(int argc, char** argv) {
                         : r == "eager"    ? sim_redundancy::eager
                         : r == "adaptive" ? sim_redundancy::adaptive
                                           : sim_redundancy::lazy,
-                        s});
+                        s, suffix});
     }
 
   std::vector<sim_result> results(runs.size());

@@ -25,12 +25,14 @@ std::string summary_json(const sim_summary& s, const std::string& policy,
 }
 
 std::string series_csv(const std::vector<series_point>& series) {
-  std::string out = "hours,instances,samples_per_s,cost_per_h,steps,pipelines,event\n";
+  std::string out =
+      "hours,instances,samples_per_s,cost_per_h,steps,pipelines,stages,event\n";
   char buf[256];
   for (const auto& p : series) {
-    std::snprintf(buf, sizeof(buf), "%.6f,%d,%.4f,%.4f,%lld,%d,%s\n", p.hours,
+    std::snprintf(buf, sizeof(buf), "%.6f,%d,%.4f,%.4f,%lld,%d,%d,%s\n", p.hours,
                   p.instances, p.samples_per_s, p.cost_per_h,
-                  static_cast<long long>(p.steps), p.pipelines, p.event.c_str());
+                  static_cast<long long>(p.steps), p.pipelines, p.stages,
+                  p.event.c_str());
     out += buf;
   }
   return out;

@@ -110,7 +110,8 @@ struct instance_series {
 
 class engine {
 public:
-  explicit engine(const sim_options& o) : o_(o), stages_(o.prof.stages) {}
+  explicit engine(const sim_options& o)
+      : o_(o), full_stages_(o.prof.stages), stages_(o.prof.stages) {}
 
   sim_result run(const std::vector<trace_event>& trace) {
     std::map<std::string, int> ids;
@@ -162,7 +163,8 @@ private:
     if (!o_.record_series)
       return;
     series_.push_back({ms / ms_per_hour, static_cast<int>(live_.size()), last_perf_,
-                       o_.spot_price * live_.size(), steps_, pipelines_, what});
+                       o_.spot_price * live_.size(), steps_, pipelines_, what,
+                       pipelines_ > 0 ? stages_ : 0});
   }
 
   void on_add(std::int64_t ms, int n) {
@@ -311,27 +313,53 @@ private:
     push({first, ev_step, -1, version_});
   }
 
+  // The depth of the next plan: the profile's S, or (bamboo with a minimum
+  // depth) as many stages as there are nodes when they are fewer.
+  int depth_for(int nodes) const {
+    if (o_.policy != policy_kind::bamboo || o_.min_stages <= 0 || nodes >= full_stages_)
+      return full_stages_;
+    return plan_depth(nodes, {o_.min_stages, full_stages_});
+  }
+
   void assign_coordinates() {
     const int n = static_cast<int>(rendezvous_.size());
+    stages_ = depth_for(n);
     const int p = n < stages_ ? 0 : n / stages_;
     waiting_ = 0;
     std::vector<int> order;
-    int next = 0;
     for (int node : rendezvous_) {
       auto& inst = nodes_[node];
-      if (next < p * stages_) {
-        inst.coords = {next++};
+      inst.coords.clear();
+      if (static_cast<int>(order.size()) < p * stages_) {
         inst.status = node_status::running;
         order.push_back(node);
       } else {
-        inst.coords.clear();
         inst.status = node_status::ready;
         ++waiting_;
       }
     }
+    place_by_zone(order);
+    for (int c = 0; c < static_cast<int>(order.size()); ++c)
+      nodes_[order[c]].coords = {c};
     pipelines_ = p;
     if (p > 0)
       plan_ = cluster_plan::assign(order, p, stages_, planner_mode());
+  }
+
+  // Each pipeline's nodes around its ring so that a stage and its replica are
+  // in different zones where the zones allow it (the planner's zone_ring).
+  void place_by_zone(std::vector<int>& order) const {
+    if (o_.policy != policy_kind::bamboo || o_.zones <= 1)
+      return;
+    for (std::size_t first = 0; first + stages_ <= order.size(); first += stages_) {
+      const std::vector<int> ring(order.begin() + first, order.begin() + first + stages_);
+      std::vector<std::string> zones;
+      for (int node : ring)
+        zones.push_back(std::to_string(node % o_.zones));
+      const auto placed = zone_ring(zones);
+      for (int s = 0; s < stages_; ++s)
+        order[first + s] = ring[placed[s]];
+    }
   }
 
   redundancy_mode planner_mode() const {
@@ -370,7 +398,8 @@ private:
   }
 
   std::int64_t fault_free_step_ms() const {
-    double s = o_.prof.step_seconds(pipelines_);
+    // A shallower pipeline: each stage has S / S' times the layers.
+    double s = o_.prof.step_seconds(pipelines_) * full_stages_ / stages_;
     if (o_.policy == policy_kind::bamboo)
       s *= 1.0 + (mode_ == redundancy_mode::lazy    ? o_.lazy_overhead
                   : mode_ == redundancy_mode::eager ? o_.eager_overhead
@@ -392,6 +421,9 @@ private:
       return true;
     const int active = pipelines_ * stages_ - over;
     if (over > 0 && 2.0 * over / active > 0.05)
+      return true;
+    // A shallower pipeline deepens when nodes wait (as the planner's trigger).
+    if (stages_ < full_stages_ && waiting_ > 0)
       return true;
     return (active + waiting_) / stages_ > pipelines_;
   }
@@ -469,7 +501,8 @@ private:
   }
 
   const sim_options& o_;
-  const int stages_;
+  const int full_stages_; // the profile's S
+  int stages_;            // the current plan's
   py_heap<event, event_less> events_;
   std::vector<instance> nodes_;
   std::vector<int> live_; // in insertion order, as the original's dict
@@ -515,8 +548,9 @@ sim_result simulate_on_demand(const sim_options& o) {
   s.value = s.samples_per_s / s.cost_per_h;
   s.samples_per_dollar = s.samples / (s.cost_per_h * std::max(s.hours, 1e-9));
   if (o.record_series) {
-    r.series.push_back({0, n, s.samples_per_s, s.cost_per_h, 0, 1, "start"});
-    r.series.push_back({s.hours, n, s.samples_per_s, s.cost_per_h, s.steps, 1, "end"});
+    r.series.push_back({0, n, s.samples_per_s, s.cost_per_h, 0, 1, "start", p.stages});
+    r.series.push_back(
+        {s.hours, n, s.samples_per_s, s.cost_per_h, s.steps, 1, "end", p.stages});
   }
   return r;
 }

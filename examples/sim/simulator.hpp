@@ -37,6 +37,15 @@ struct sim_options {
   double lazy_overhead = 0.014;
   double eager_overhead = 0.14;
   bool record_series = true;
+  // bamboo policy, beyond the original: with fewer ready nodes than the
+  // profile's S, one pipeline of as many stages as there are nodes (down to
+  // min_stages; 0: never shallower) trains instead of none, its step time
+  // S / S' times the profile's (each stage has S / S' times the layers); a
+  // standby node deepens it again. zones > 1: instance i (in order of first
+  // appearance) is in zone i mod zones, and each pipeline's ring is placed by
+  // the planner's zone_ring.
+  int min_stages = 0;
+  int zones = 1;
 };
 
 struct series_point {
@@ -47,6 +56,7 @@ struct series_point {
   std::int64_t steps = 0;
   int pipelines = 0;
   std::string event;
+  int stages = 0; // of each pipeline
 };
 
 struct sim_summary {

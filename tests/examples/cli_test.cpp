@@ -253,6 +253,9 @@ TEST_CASE("bamboo-sim rejects bad traces and options with exit status 2", "[exam
   // Options that would do nothing are refused, not ignored.
   check_sim_rejected("--generate hourly --redundancy eager",
                      "applies to --policy bamboo");
+  check_sim_rejected("--generate hourly --zones 3", "apply to --policy bamboo only");
+  check_sim_rejected("--generate hourly --policy bamboo --min-stages 13",
+                     "--min-stages 13 is above the profile's 12 stages");
   check_sim_rejected("--trace " + dir.file("unknown.csv") + " --seeds 1..3",
                      "--seeds applies to generated traces");
   check_sim_rejected("--trace " + dir.file("unknown.csv") + " --capacity 8",

@@ -253,3 +253,58 @@ TEST_CASE("bamboo-nsdi23 reproduces the original simulator's figures on both AWS
     CHECK(s.value == Approx(ref.value).epsilon(1e-6));
   }
 }
+
+namespace {
+
+// S=4, 10 samples a step, 1 s per step.
+sim_options tiny4(std::int64_t duration_ms) {
+  auto o = tiny(policy_kind::bamboo, duration_ms);
+  o.prof.stages = 4;
+  o.prof.step_s = {1.0};
+  o.record_series = true;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("with a minimum depth the bamboo policy trains a shallower pipeline on fewer "
+          "nodes than S and deepens it when a node returns",
+          "[examples]") {
+  // 4 nodes train from 75 s; n2 is lost at 100 s (covered), the next boundary
+  // re-plans: with S fixed at 4 the 3 nodes left wait, with a minimum of 2 they
+  // train 3 stages at 4/3 s a step; n5 (ready at 245 s) deepens it to 4 again.
+  auto trace = events("0,add,n1\n0,add,n2\n0,add,n3\n0,add,n4\n100000,remove,n2\n"
+                      "200000,add,n5\n");
+  auto fixed = simulate(trace, tiny4(400000));
+  auto o = tiny4(400000);
+  o.min_stages = 2;
+  auto ranged = simulate(trace, o);
+  CHECK(fixed.summary.fatal_failures == 0);
+  CHECK(ranged.summary.fatal_failures == 0);
+  // Fixed: training stops from about 121 s to 265 s (n5's global rendezvous).
+  CHECK(ranged.summary.steps > fixed.summary.steps + 90);
+  std::vector<int> depths;
+  for (const auto& p : ranged.series)
+    if (p.pipelines > 0 && (depths.empty() || depths.back() != p.stages))
+      depths.push_back(p.stages);
+  CHECK(depths == std::vector<int>{4, 3, 4});
+  for (const auto& p : fixed.series)
+    CHECK((p.pipelines == 0 || p.stages == 4));
+}
+
+TEST_CASE("zones place a stage and its replica apart, so losing one zone's two nodes "
+          "at once is covered",
+          "[examples]") {
+  // Zones 3: n1..n4 (ready in this order) in zones 0 1 2 0. In join order n4 (the last
+  // stage) holds stage 0's replica, and both are in zone 0: losing them together is fatal
+  // unless the ring is placed by zone.
+  auto trace = events("0,add,n1\n1000,add,n2\n2000,add,n3\n3000,add,n4\n"
+                      "100000,remove,n1\n100000,remove,n4\n");
+  auto o = tiny4(150000);
+  auto plain = simulate(trace, o);
+  o.zones = 3;
+  auto zoned = simulate(trace, o);
+  CHECK(plain.summary.fatal_failures == 1);
+  CHECK(zoned.summary.fatal_failures == 0);
+  CHECK(zoned.summary.steps > plain.summary.steps);
+}
