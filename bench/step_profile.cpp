@@ -89,9 +89,11 @@ std::string category(const std::string& op) {
   return "other (" + op + ")";
 }
 
-// Self time (inclusive minus children) per category, from one thread's events.
+// Self time (inclusive minus children) per category, from one thread's events;
+// per operator too (outside our scopes), into `by_op`.
 void add_self_times(const std::vector<prof::LegacyEvent>& events,
-                    std::map<std::string, double>& us) {
+                    std::map<std::string, double>& us,
+                    std::map<std::string, double>& by_op) {
   struct open {
     const prof::LegacyEvent* push;
     double children = 0;
@@ -114,6 +116,8 @@ void add_self_times(const std::vector<prof::LegacyEvent>& events,
       const std::string where =
           o.scope.empty() ? category(o.push->name()) : category(o.scope);
       us[where] += inclusive - o.children;
+      if (o.scope.empty())
+        by_op[o.push->name()] += inclusive - o.children;
       if (!stack.empty())
         stack.back().children += inclusive;
     }
@@ -124,10 +128,14 @@ void add_self_times(const std::vector<prof::LegacyEvent>& events,
 
 int main(int argc, char** argv) {
   CLI::App app{"bamboo-bench-step: where the S=1 training step's time goes"};
-  int steps = 5;
+  int steps = 5, top_ops = 0;
   app.add_option("--steps", steps, "profiled steps (after 2 warm-up steps)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  app.add_option("--ops", top_ops,
+                 "also print the N operators with the most self time (outside our "
+                 "named scopes), to compare with another profile")
+      ->check(CLI::Range(0, 1000));
   CLI11_PARSE(app, argc, argv);
 
   at::set_num_threads(1);
@@ -176,9 +184,9 @@ int main(int argc, char** argv) {
   const double profiled =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto lists = prof::disableProfilerLegacy();
-  std::map<std::string, double> us;
+  std::map<std::string, double> us, by_op;
   for (const auto& l : lists)
-    add_self_times(l, us);
+    add_self_times(l, us, by_op);
 
   double total_us = 0;
   for (const auto& [c, t] : us)
@@ -200,6 +208,13 @@ int main(int argc, char** argv) {
                   100 * t / total_us);
   std::printf("%-40s %10.1f %6.1f%%  (of the profiled step: %.0f%%)\n", "total",
               total_us / 1e3 / steps, 100.0, 100 * total_us / 1e6 / profiled);
+  std::vector<std::pair<double, std::string>> ops_rows;
+  for (const auto& [op, t] : by_op)
+    ops_rows.push_back({t, op});
+  std::sort(ops_rows.rbegin(), ops_rows.rend());
+  for (int i = 0; i < top_ops && i < static_cast<int>(ops_rows.size()); ++i)
+    std::printf("  %-38s %10.1f %6.1f%%\n", ops_rows[i].second.c_str(),
+                ops_rows[i].first / 1e3 / steps, 100 * ops_rows[i].first / total_us);
   const double gflop = step_flop(cfg) / 1e9;
   const double achieved = gflop / bench::median(plain);
   const double peak = sgemm_gflops(1024);
