@@ -4,6 +4,11 @@
 //            plan, split into the wait for the next step boundary and the
 //            re-plan itself (every stage saves its state, the new plan starts
 //            and each worker loads its stage), over several rounds;
+//   repartition  the cost of a re-partition: with --min-stages 2 and no standby
+//            worker, a kill leaves a node running two stages and the next step
+//            boundary splits the layers over the 3 workers left; from that
+//            decision to the first step committed under the new plan, and the
+//            step interval before (4 stages) and after (3 stages);
 //   trace    goodput through the first hours of a spot trace (by default the
 //            AWS p3 trace's first 2 h) replayed on at most 8 workers, for lazy
 //            and eager redundancy: committed samples per second of wall time
@@ -12,8 +17,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -68,6 +75,69 @@ struct scratch {
     std::filesystem::remove_all(dir, ec);
   }
 };
+
+using timed_lines = std::vector<std::pair<clock_type::time_point, std::string>>;
+
+// The time of the first line after `t`, or nullopt.
+std::optional<clock_type::time_point> first_after(const timed_lines& lines,
+                                                  clock_type::time_point t) {
+  for (const auto& [when, text] : lines)
+    if (when > t)
+      return when;
+  return std::nullopt;
+}
+
+// Median interval between consecutive lines within (from, to).
+double median_interval(const timed_lines& lines, clock_type::time_point from,
+                       clock_type::time_point to) {
+  std::vector<double> gaps;
+  std::optional<clock_type::time_point> prev;
+  for (const auto& [when, text] : lines) {
+    if (when <= from || when >= to)
+      continue;
+    if (prev)
+      gaps.push_back(seconds(*prev, when));
+    prev = when;
+  }
+  return median(gaps);
+}
+
+bool repartition_cost(const bench_options& b) {
+  std::vector<double> cost, before, after;
+  for (int round = 0; round < b.rounds; ++round) {
+    auto args = train_args(150, "lazy");
+    args.insert(args.end(), {"--min-stages", "2", "--preempt", "node=1@step=60"});
+    watched_child child(args);
+    if (child.wait_exit(std::chrono::seconds(300)) != 0) {
+      std::printf("repartition: the run failed\n");
+      return false;
+    }
+    const auto decided = child.matches(std::regex(R"(a new plan before step)"));
+    const auto plan = child.matches(std::regex(R"(^a new plan from step (\d+))"));
+    const auto steps = child.matches(std::regex(R"(^step \d+ \()"));
+    if (decided.empty() || plan.empty() || steps.empty()) {
+      std::printf("repartition: no re-partition happened\n");
+      return false;
+    }
+    auto first_new = first_after(steps, plan.front().first);
+    if (!first_new) {
+      std::printf("repartition: no step after the new plan\n");
+      return false;
+    }
+    cost.push_back(seconds(decided.front().first, *first_new));
+    before.push_back(median_interval(steps, steps.front().first, decided.front().first));
+    after.push_back(
+        median_interval(steps, *first_new, steps.back().first + std::chrono::seconds(1)));
+  }
+  std::printf("re-partition 4 -> 3 stages, the decision to the first step committed "
+              "under the new plan: %s\n",
+              spread(cost).c_str());
+  std::printf("  step interval before (4 stages on 4 workers): %s\n",
+              spread(before).c_str());
+  std::printf("  step interval after (3 stages on 3 workers):  %s\n",
+              spread(after).c_str());
+  return true;
+}
 
 bool replan_latency(const bench_options& b) {
   std::vector<double> total, boundary, replan;
@@ -217,8 +287,8 @@ int main(int argc, char** argv) {
   bench_options b;
   CLI::App app{"bamboo-bench-elastic: re-plan latency and goodput under a spot trace, "
                "across processes"};
-  app.add_option("--part", b.part, "replan, trace or all")
-      ->check(CLI::IsMember({"replan", "trace", "all"}))
+  app.add_option("--part", b.part, "replan, repartition, trace or all")
+      ->check(CLI::IsMember({"replan", "repartition", "trace", "all"}))
       ->capture_default_str();
   app.add_option("--rounds", b.rounds, "rounds of the re-plan latency")
       ->check(CLI::Range(1, 100))
@@ -241,6 +311,8 @@ int main(int argc, char** argv) {
   bool ok = true;
   if (b.part == "all" || b.part == "replan")
     ok = replan_latency(b) && ok;
+  if (b.part == "all" || b.part == "repartition")
+    ok = repartition_cost(b) && ok;
   if (b.part == "all" || b.part == "trace")
     ok = trace_goodput(b) && ok;
   return ok ? 0 : 1;

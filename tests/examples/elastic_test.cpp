@@ -32,6 +32,33 @@ std::string verify_ledger(const std::string& ledger) {
   return verdict.output;
 }
 
+// A process run checked against the embedded fault-free run of `cfg`: losses
+// and final state bit for bit (`same_stages` false when it ends on another
+// depth, whose per-stage step counters have other names) and its ledger
+// verified; its log, metrics and the ledger's verdict, for the test's own checks.
+struct checked_run {
+  std::string log, verdict;
+  metrics_rows m;
+};
+
+checked_run run_checked(const train_config& cfg, const std::string& name,
+                        std::vector<std::string> args, bool same_stages = true) {
+  const auto expected = embedded_reference(cfg);
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  args.insert(args.end(), {"--ledger", ledger});
+  process_run run(cfg, name, std::move(args));
+  run.finish();
+  checked_run r;
+  r.log = run.proc.log();
+  INFO(r.log);
+  r.m = read_metrics(run.metrics);
+  check_losses(r.m, expected);
+  check_state(run.digests, expected, true, same_stages);
+  r.verdict = verify_ledger(ledger);
+  return r;
+}
+
 } // namespace
 
 TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitted at a "
@@ -43,21 +70,15 @@ TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitt
   // Long enough for the new worker to start on 2 busy cores (1-3.5 s here, tens
   // of steps) and still train a while under the new plan.
   cfg.steps = 300;
-  const auto expected = embedded_reference(cfg);
-  scratch_dir work;
-  const auto ledger = work.file("ledger.txt");
-  process_run run(cfg, "join",
-                  {"--preempt", "node=1@step=3", "--join", "step=6", "--ledger", ledger});
-  run.finish();
-  const auto log = run.proc.log();
+  const auto r =
+      run_checked(cfg, "join", {"--preempt", "node=1@step=3", "--join", "step=6"});
+  const auto& log = r.log;
+  const auto& m = r.m;
   INFO(log);
   CHECK(log.find("1 new worker(s) start in step 6") != std::string::npos);
   CHECK(log.find("node 4 joined: standby (1 standby)") != std::string::npos);
   CHECK(log.find("1 preemption(s) survived") != std::string::npos);
   CHECK(log.find("summary: 1 new plan(s) at step boundaries") != std::string::npos);
-  auto m = read_metrics(run.metrics);
-  check_losses(m, expected);
-  check_state(run.digests, expected);
   const long admitted = first_event(
       m, "re-planned: node 0 runs stages 0 1 and 1 standby node(s) can take one");
   REQUIRE(admitted >= 7); // not before the boundary after the worker started
@@ -66,9 +87,8 @@ TEST_CASE("a worker that joins mid-run (kill in step 3, --join step=6) is admitt
           "degraded: stage 1 unprotected; node 0 runs stages 0 1");
   for (std::size_t k = static_cast<std::size_t>(admitted) + 1; k < m.events.size(); ++k)
     CHECK(m.events[k].empty());
-  const auto verdict = verify_ledger(ledger);
-  CHECK(verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
-  CHECK(verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
+  CHECK(r.verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(r.verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
 }
 
 TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent kills in "
@@ -77,28 +97,20 @@ TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent k
   no_leftovers guard;
   auto cfg = small_gpt(102);
   cfg.steps = 14;
-  const auto expected = embedded_reference(cfg);
-  scratch_dir work;
-  const auto ledger = work.file("ledger.txt");
-  process_run run(cfg, "standby",
-                  {"--workers", "6", "--preempt", "node=1@step=3", "--preempt",
-                   "node=3@step=4", "--ledger", ledger});
-  run.finish();
-  const auto log = run.proc.log();
-  INFO(log);
-  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
-  auto m = read_metrics(run.metrics);
-  check_losses(m, expected);
-  check_state(run.digests, expected);
+  const auto r = run_checked(
+      cfg, "standby",
+      {"--workers", "6", "--preempt", "node=1@step=3", "--preempt", "node=3@step=4"});
+  const auto& m = r.m;
+  INFO(r.log);
+  CHECK(r.log.find("2 preemption(s) survived") != std::string::npos);
   // Each loss left a node with two stages, and a standby worker relieved it.
   CHECK(std::count_if(m.events.begin(), m.events.end(), [](const std::string& e) {
           return e.rfind("re-planned: node ", 0) == 0;
         }) >= 1);
   CHECK(m.events.back().empty()); // every stage protected at the end
-  const auto verdict = verify_ledger(ledger);
-  CHECK(verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(r.verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
   // The last plan runs on the survivors and both standby workers.
-  CHECK(verdict.find("stage owners 0 2 4 5, shadows 5 0 2 4") != std::string::npos);
+  CHECK(r.verdict.find("stage owners 0 2 4 5, shadows 5 0 2 4") != std::string::npos);
 }
 
 TEST_CASE("with --min-stages 2 and no standby worker two non-adjacent kills re-partition "
@@ -108,21 +120,15 @@ TEST_CASE("with --min-stages 2 and no standby worker two non-adjacent kills re-p
   no_leftovers guard;
   auto cfg = small_gpt(103);
   cfg.steps = 14;
-  const auto expected = embedded_reference(cfg);
-  scratch_dir work;
-  const auto ledger = work.file("ledger.txt");
   // Worker 3 runs the last stage of the 3-stage plan (on workers 0, 2, 3).
-  process_run run(cfg, "repartition",
-                  {"--min-stages", "2", "--preempt", "node=1@step=3", "--preempt",
-                   "node=3@step=7", "--ledger", ledger});
-  run.finish();
-  const auto log = run.proc.log();
-  INFO(log);
-  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
-  CHECK(log.find("summary: 2 new plan(s) at step boundaries") != std::string::npos);
-  auto m = read_metrics(run.metrics);
-  check_losses(m, expected);
-  check_state(run.digests, expected, true, false);
+  const auto r = run_checked(
+      cfg, "repartition",
+      {"--min-stages", "2", "--preempt", "node=1@step=3", "--preempt", "node=3@step=7"},
+      false);
+  const auto& m = r.m;
+  INFO(r.log);
+  CHECK(r.log.find("2 preemption(s) survived") != std::string::npos);
+  CHECK(r.log.find("summary: 2 new plan(s) at step boundaries") != std::string::npos);
   const long three =
       first_event(m, "re-planned: node 0 runs stages 0 1 and no node is "
                      "standby: the layers are re-partitioned into 3 stages");
@@ -131,9 +137,8 @@ TEST_CASE("with --min-stages 2 and no standby worker two non-adjacent kills re-p
   CHECK(three == 4); // the boundary after the failover's step
   CHECK(two == 8);
   CHECK(m.events.back().empty()); // both stages protected at the end
-  const auto verdict = verify_ledger(ledger);
-  CHECK(verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
-  CHECK(verdict.find("stage owners 0 2, shadows 2 0") != std::string::npos);
+  CHECK(r.verdict.find("14 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(r.verdict.find("stage owners 0 2, shadows 2 0") != std::string::npos);
 }
 
 TEST_CASE("a pipeline re-partitioned to 3 stages is deepened to 4 again when a worker "
@@ -142,24 +147,16 @@ TEST_CASE("a pipeline re-partitioned to 3 stages is deepened to 4 again when a w
   no_leftovers guard;
   auto cfg = small_gpt(104);
   cfg.steps = 300; // time for the new worker to start on 2 busy cores
-  const auto expected = embedded_reference(cfg);
-  scratch_dir work;
-  const auto ledger = work.file("ledger.txt");
-  process_run run(cfg, "deepen",
-                  {"--min-stages", "3", "--preempt", "node=1@step=3", "--join", "step=6",
-                   "--ledger", ledger});
-  run.finish();
-  const auto log = run.proc.log();
-  INFO(log);
-  CHECK(log.find("summary: 2 new plan(s) at step boundaries") != std::string::npos);
-  auto m = read_metrics(run.metrics);
-  check_losses(m, expected);
-  check_state(run.digests, expected, true, false);
+  const auto r = run_checked(
+      cfg, "deepen",
+      {"--min-stages", "3", "--preempt", "node=1@step=3", "--join", "step=6"}, false);
+  const auto& m = r.m;
+  INFO(r.log);
+  CHECK(r.log.find("summary: 2 new plan(s) at step boundaries") != std::string::npos);
   CHECK(first_event(m, "re-planned: node 0 runs stages 0 1 and no node is standby: the "
                        "layers are re-partitioned into 3 stages") == 4);
   CHECK(first_event(m, "re-planned: the pipeline has 3 of 4 stages and 1 standby "
                        "node(s) can deepen it") >= 7);
-  const auto verdict = verify_ledger(ledger);
-  CHECK(verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
-  CHECK(verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
+  CHECK(r.verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
+  CHECK(r.verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
 }
