@@ -10,6 +10,7 @@
 #include "actors/shadow_state.hpp"
 #include "actors/shard_writer.hpp"
 #include "log/log.hpp"
+#include "model/allocator.hpp"
 #include "model/checkpoint.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
@@ -165,6 +166,7 @@ private:
   void prepare_thread() {
     if (thread_ready_)
       return;
+    keep_freed_memory();
     at::set_num_threads(spec_.cfg.threads);
     if (openblas_set_num_threads)
       openblas_set_num_threads(spec_.cfg.threads);

@@ -22,6 +22,7 @@
 #include "actors/errors.hpp"
 #include "bench/bench_util.hpp"
 #include "log/log.hpp"
+#include "model/allocator.hpp"
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
 
@@ -107,6 +108,8 @@ double embedded_step_seconds(const train_config& c) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // The plain loops get the allocator setting every bamboo stage thread makes.
+  keep_freed_memory();
   CLI::App app{"bamboo-bench-pipeline: pipeline overhead and speed-up"};
   std::string profile_out;
   app.add_option("--profile-out", profile_out,

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_util.hpp"
+#include "model/allocator.hpp"
 #include "model/model.hpp"
 #include "model/schedule.hpp"
 #include "model/stage_executor.hpp"
@@ -138,6 +139,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   CLI11_PARSE(app, argc, argv);
 
+  keep_freed_memory(); // as every stage thread does
   at::set_num_threads(1);
   if (openblas_set_num_threads)
     openblas_set_num_threads(1);
