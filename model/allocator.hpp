@@ -2,7 +2,7 @@
 // 128 KiB and more to the system (munmap, and trimming the heap's top), so each
 // step's activations and gradients, allocated again a moment later, come back
 // as fresh zeroed pages: a page fault per 4 KiB. On the benchmark GPT that was
-// a third of the S=1 step (bench/peer_bench.cpp, and PyTorch's own CPU advice
+// about a fifth of the S=1 step (bench/peer_bench.cpp, and PyTorch's own CPU advice
 // to use jemalloc or tcmalloc). Keeping freed memory in the heap removes it.
 #pragma once
 
