@@ -102,6 +102,27 @@ double median_interval(const timed_lines& lines, clock_type::time_point from,
   return median(gaps);
 }
 
+// When the run decided on a new plan and when its first step under that plan
+// committed; nullopt (said, under `part`) when it never re-planned.
+struct plan_change {
+  clock_type::time_point decided, first_step;
+};
+std::optional<plan_change> new_plan(watched_child& child, const timed_lines& steps,
+                                    const char* part) {
+  const auto decided = child.matches(std::regex(R"(a new plan before step)"));
+  const auto plan = child.matches(std::regex(R"(^a new plan from step (\d+))"));
+  if (decided.empty() || plan.empty()) {
+    std::printf("%s: no new plan\n", part);
+    return std::nullopt;
+  }
+  auto first = first_after(steps, plan.front().first);
+  if (!first) {
+    std::printf("%s: no step after the new plan\n", part);
+    return std::nullopt;
+  }
+  return plan_change{decided.front().first, *first};
+}
+
 bool repartition_cost(const bench_options& b) {
   std::vector<double> cost, before, after;
   for (int round = 0; round < b.rounds; ++round) {
@@ -112,22 +133,14 @@ bool repartition_cost(const bench_options& b) {
       std::printf("repartition: the run failed\n");
       return false;
     }
-    const auto decided = child.matches(std::regex(R"(a new plan before step)"));
-    const auto plan = child.matches(std::regex(R"(^a new plan from step (\d+))"));
     const auto steps = child.matches(std::regex(R"(^step \d+ \()"));
-    if (decided.empty() || plan.empty() || steps.empty()) {
-      std::printf("repartition: no re-partition happened\n");
+    const auto change = new_plan(child, steps, "repartition");
+    if (!change)
       return false;
-    }
-    auto first_new = first_after(steps, plan.front().first);
-    if (!first_new) {
-      std::printf("repartition: no step after the new plan\n");
-      return false;
-    }
-    cost.push_back(seconds(decided.front().first, *first_new));
-    before.push_back(median_interval(steps, steps.front().first, decided.front().first));
-    after.push_back(
-        median_interval(steps, *first_new, steps.back().first + std::chrono::seconds(1)));
+    cost.push_back(seconds(change->decided, change->first_step));
+    before.push_back(median_interval(steps, steps.front().first, change->decided));
+    after.push_back(median_interval(steps, change->first_step,
+                                    steps.back().first + std::chrono::seconds(1)));
   }
   std::printf("re-partition 4 -> 3 stages, the decision to the first step committed "
               "under the new plan: %s\n",
@@ -150,26 +163,17 @@ bool replan_latency(const bench_options& b) {
       return false;
     }
     const auto joined = child.matches(std::regex(R"(node 4 joined: standby)"));
-    const auto decided = child.matches(std::regex(R"(a new plan before step)"));
-    const auto plan = child.matches(std::regex(R"(^a new plan from step (\d+))"));
     const auto steps = child.matches(std::regex(R"(^step \d+ \()"));
-    if (joined.empty() || decided.empty() || plan.empty()) {
-      std::printf("replan: the joined worker was not taken into the plan\n");
+    if (joined.empty()) {
+      std::printf("replan: the joined worker never joined\n");
       return false;
     }
-    clock_type::time_point first_new{};
-    for (const auto& [t, text] : steps)
-      if (t > plan.front().first) {
-        first_new = t;
-        break;
-      }
-    if (first_new == clock_type::time_point{}) {
-      std::printf("replan: no step after the new plan\n");
+    const auto change = new_plan(child, steps, "replan");
+    if (!change)
       return false;
-    }
-    total.push_back(seconds(joined.front().first, first_new));
-    boundary.push_back(seconds(joined.front().first, decided.front().first));
-    replan.push_back(seconds(decided.front().first, first_new));
+    total.push_back(seconds(joined.front().first, change->first_step));
+    boundary.push_back(seconds(joined.front().first, change->decided));
+    replan.push_back(seconds(change->decided, change->first_step));
   }
   std::printf(
       "re-plan latency, a worker's join to the first step committed under the new "
