@@ -1,6 +1,7 @@
 #include "actors/cluster_manager.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "actors/errors.hpp"
 #include "actors/manager_state.hpp"
@@ -11,7 +12,15 @@ namespace bamboo {
 void manager_state::init(manager_spec spec) {
   spec_ = std::move(spec);
   logger_ = log::get("bamboo.manager");
-  plan_ = cluster_plan::initial(spec_.cfg.stages, spec_.cfg.redundancy);
+  const auto& cfg = spec_.cfg;
+  if (cfg.pipelines > 1) {
+    std::vector<int> nodes(static_cast<std::size_t>(cfg.coordinates()));
+    std::iota(nodes.begin(), nodes.end(), 0);
+    plan_ = cluster_plan::assign(nodes, cfg.pipelines, cfg.stages, cfg.redundancy);
+  } else {
+    plan_ = cluster_plan::initial(cfg.stages, cfg.redundancy);
+  }
+  ledger_.set_pipelines(cfg.pipelines);
   plan_.generation = spec_.first_generation;
   step_ = spec_.first_step;
   standby_ = spec_.standby;
@@ -71,21 +80,25 @@ caf::behavior manager_state::make_behavior() {
 
 void manager_state::start() {
   const auto& cfg = spec_.cfg;
-  logger_->info("{} run: {} stage(s), G={} m={} ({} micro-batches), {} steps, redundancy "
-                "{}; {}",
-                to_string(cfg.model.kind), cfg.stages, cfg.global_batch, cfg.micro_batch,
-                cfg.micro_batches(), cfg.steps, to_string(cfg.redundancy),
-                describe(spec_.parts));
+  logger_->info("{} run: {} pipeline(s) of {} stage(s), G={} m={} ({} micro-batches), {} "
+                "steps, redundancy {}; {}",
+                to_string(cfg.model.kind), cfg.pipelines, cfg.stages, cfg.global_batch,
+                cfg.micro_batch, cfg.micro_batches(), cfg.steps,
+                to_string(cfg.redundancy), describe(spec_.parts));
   const auto now = clock_type::now();
-  for (int n = 0; n < cfg.stages; ++n) {
+  const int coordinates = cfg.coordinates();
+  // Node n runs stage n mod S of pipeline n / S, and holds the replica of the
+  // next stage of the same pipeline.
+  for (int n = 0; n < coordinates; ++n) {
     node_assignment a;
     a.node = n;
-    a.stage = n;
-    a.range = spec_.parts[n];
-    const int successor = (n + 1) % cfg.stages;
-    if (plan_.shadow[successor] == n) {
-      a.shadow_stage = successor;
-      a.shadow_range = spec_.parts[successor];
+    a.pipeline = n / cfg.stages;
+    a.stage = n % cfg.stages;
+    a.range = spec_.parts[a.stage];
+    const int next = (a.stage + 1) % cfg.stages;
+    if (plan_.shadow[a.pipeline * cfg.stages + next] == n) {
+      a.shadow_stage = next;
+      a.shadow_range = spec_.parts[next];
     }
     auto h = spec_.nodes->spawn(self_, a);
     for (const auto& addr : {h.stage.address(), h.shadow.address(), h.detector.address()})
@@ -95,9 +108,9 @@ void manager_state::start() {
     if (h.detector) // else the process's own liveness is watched by the gateway
       tracker_.watch(n, now);
   }
-  owner_actor_.resize(cfg.stages);
-  shadow_actor_.resize(cfg.stages);
-  for (int s = 0; s < cfg.stages; ++s) {
+  owner_actor_.resize(coordinates);
+  shadow_actor_.resize(coordinates);
+  for (int s = 0; s < coordinates; ++s) {
     owner_actor_[s] = nodes_[s].stage;
     if (plan_.shadow[s] >= 0)
       shadow_actor_[s] = nodes_[plan_.shadow[s]].shadow;
@@ -124,11 +137,13 @@ std::vector<int> manager_state::ids() const {
   return out;
 }
 
-std::vector<stage_actor> manager_state::distinct_owners() const {
+std::vector<stage_actor> manager_state::distinct_owners(bool first_pipeline) const {
   std::vector<stage_actor> out;
-  for (const auto& a : owner_actor_)
-    if (std::find(out.begin(), out.end(), a) == out.end())
-      out.push_back(a);
+  const auto n =
+      first_pipeline ? static_cast<std::size_t>(plan_.stages) : owner_actor_.size();
+  for (std::size_t c = 0; c < n && c < owner_actor_.size(); ++c)
+    if (std::find(out.begin(), out.end(), owner_actor_[c]) == out.end())
+      out.push_back(owner_actor_[c]);
   return out;
 }
 
@@ -145,6 +160,32 @@ bool manager_state::from_owner(int stage) const {
                  stage);
   return false;
 }
+
+namespace {
+bool same(const param_blob& a, const param_blob& b) {
+  return a.values == b.values;
+}
+bool same(const schema::tensor_digest& a, const schema::tensor_digest& b) {
+  return a.count == b.count && a.digest == b.digest;
+}
+// Sorts by name and keeps one of each name, naming in `diverged` the first
+// whose copies differ.
+template <class T>
+void once_by_name(std::vector<T>& v, std::string& diverged) {
+  std::stable_sort(v.begin(), v.end(),
+                   [](const T& a, const T& b) { return a.name < b.name; });
+  std::vector<T> out;
+  for (auto& x : v) {
+    if (!out.empty() && out.back().name == x.name) {
+      if (!same(out.back(), x) && diverged.empty())
+        diverged = x.name;
+      continue;
+    }
+    out.push_back(std::move(x));
+  }
+  v = std::move(out);
+}
+} // namespace
 
 void manager_state::finish() {
   finished_ = true;
@@ -170,11 +211,16 @@ void manager_state::finish() {
     if (--*remaining > 0)
       return;
     auto& r = *spec_.result;
-    auto by_name = [](const auto& a, const auto& b) { return a.name < b.name; };
-    std::sort(r.parameters.begin(), r.parameters.end(), by_name);
-    std::sort(r.shadow_state.begin(), r.shadow_state.end(), by_name);
-    std::sort(r.digests.begin(), r.digests.end(), by_name);
-    std::sort(r.shadow_digests.begin(), r.shadow_digests.end(), by_name);
+    // Sorted by name; the P pipelines' copies of a tensor must be identical,
+    // and are kept once.
+    std::string diverged;
+    once_by_name(r.parameters, diverged);
+    once_by_name(r.shadow_state, diverged);
+    once_by_name(r.digests, diverged);
+    once_by_name(r.shadow_digests, diverged);
+    if (!diverged.empty())
+      return fail(make_error(errc::stage_failed,
+                             "the pipelines' copies of " + diverged + " differ"));
     deliver_done();
   };
   auto fail_with = [this](caf::error& err) { fail(err); };

@@ -83,22 +83,41 @@ std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
   return out;
 }
 
+// After a rollback: as many whole pipelines of S stages as the survivors hold
+// (sharing the micro-batches equally), else one pipeline of a stage each.
+void rollback_shape(train_config& cfg, int alive, const depth_range& depths) {
+  int pipelines = alive / cfg.stages;
+  while (pipelines > 1 && cfg.micro_batches() % pipelines != 0)
+    --pipelines;
+  if (cfg.pipelines > 1 && pipelines >= 1) {
+    cfg.pipelines = pipelines;
+    return;
+  }
+  cfg.pipelines = 1;
+  cfg.stages = std::min(depths.max, alive);
+}
+
 } // namespace
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
   if (auto problem = validate(cfg))
     return make_error(errc::invalid_config, *problem);
+  const int nodes = cfg.coordinates(); // a node per stage of each pipeline
   for (const auto& p : opts.preemptions)
-    if (p.node < 0 || p.node >= cfg.stages)
+    if (p.node < 0 || p.node >= nodes)
       return make_error(errc::invalid_config,
                         "--preempt names node " + std::to_string(p.node) +
-                            ", but there are " + std::to_string(cfg.stages) +
-                            " nodes (0.." + std::to_string(cfg.stages - 1) + ")");
+                            ", but there are " + std::to_string(nodes) + " nodes (0.." +
+                            std::to_string(nodes - 1) + ")");
   if (opts.preempt_rate < 0)
     return make_error(errc::invalid_config, "--preempt rate must not be negative");
   if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 1))
     return make_error(errc::invalid_config, *bad);
   const auto depths = resolve(opts.depths, cfg.stages);
+  if (cfg.pipelines > 1 && (depths.min != cfg.stages || depths.max != cfg.stages))
+    return make_error(errc::invalid_config,
+                      "--min-stages and --max-stages re-partition one pipeline: they "
+                      "cannot be combined with --pipelines above 1");
   std::string problem;
   auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
   if (!corpus)
@@ -134,15 +153,14 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
 
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
-      make_schedule(0, cfg.stages, cfg.micro_batches(), cfg.redundancy).size());
-  for (const auto& k :
-       poisson_kills(opts.preempt_rate, cfg.steps, cfg.stages, ops, cfg.seed))
+      make_schedule(0, cfg.stages, cfg.pipeline_micro_batches(), cfg.redundancy).size());
+  for (const auto& k : poisson_kills(opts.preempt_rate, cfg.steps, nodes, ops, cfg.seed))
     kills.push_back(k);
   // One manager per plan: the first on every node, each after a re-partition
   // or a rollback (a loss shadows cannot cover, with checkpoints) on the
   // survivors.
   auto run_cfg = cfg;
-  std::vector<int> ids(static_cast<std::size_t>(cfg.stages));
+  std::vector<int> ids(static_cast<std::size_t>(nodes));
   std::iota(ids.begin(), ids.end(), 0);
   std::uint64_t generation = 1;
   std::string first_event;
@@ -158,7 +176,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
       res.injector = std::make_shared<preemption_injector>(kills);
     try {
       res.transports =
-          std::make_shared<transport_registry>(opts.transport, run_cfg.stages);
+          std::make_shared<transport_registry>(opts.transport, run_cfg.coordinates());
     } catch (const std::exception& e) {
       return make_error(errc::transport_failure, std::string("transport: ") + e.what());
     }
@@ -232,7 +250,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     writer->finish();
-    run_cfg.stages = std::min(depths.max, static_cast<int>(r.alive.size()));
+    rollback_shape(run_cfg, static_cast<int>(r.alive.size()), depths);
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
       failure = point.error();
@@ -244,7 +262,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     roll_back(total, resume->step);
     log::get("bamboo.manager")
         ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", resume->step,
-               run_cfg.stages, describe(failure));
+               run_cfg.coordinates(), describe(failure));
     if (opts.on_rollback)
       opts.on_rollback(resume->step, describe(failure));
   }

@@ -7,6 +7,8 @@
 #include "actors/plan/preemption.hpp"
 #include "log/log.hpp"
 
+#include <spdlog/fmt/ranges.h>
+
 namespace bamboo {
 
 namespace {
@@ -105,7 +107,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   end_generation("generation " + std::to_string(plan_.generation) + " ended: node " +
                  std::to_string(node) +
                  (at_boundary ? " handed its stages over" : " lost"));
-  for (int s = 0; s < plan_.stages; ++s)
+  for (int s = 0; s < coordinates(); ++s)
     if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {
       shadow_actor_[s] = stage_actor{};
       ledger_.shadow_lost(s);
@@ -136,9 +138,9 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
 void manager_state::start_recovery() {
   recovering_ = true;
   const auto round = ++round_;
-  progress_.assign(plan_.stages, std::nullopt);
+  progress_.assign(coordinates(), std::nullopt);
   awaiting_.clear();
-  for (int s = 0; s < plan_.stages; ++s) {
+  for (int s = 0; s < coordinates(); ++s) {
     if (restarted_.count(s))
       continue;
     awaiting_.insert(s);
@@ -172,17 +174,30 @@ void manager_state::start_recovery() {
 }
 
 void manager_state::finish_recovery() {
-  const int stages = plan_.stages;
+  // Indexed p*S+s: every pipeline's stages (one pipeline: just the stages).
+  const int stages = coordinates(), pipelines = plan_.pipelines;
   std::vector<bool> committed(stages);
   for (int s = 0; s < stages; ++s)
     committed[s] = ledger_.committed(s);
-  auto done =
-      work_done(progress_, restarted_, committed, step_, spec_.cfg.micro_batches());
+  auto done = work_done(progress_, restarted_, committed, step_,
+                        spec_.cfg.pipeline_micro_batches(), pipelines);
+  const auto sums = plan_sums(progress_, restarted_, committed, step_, pipelines);
+  for (const auto& o : sums)
+    if (!o.fatal.empty()) {
+      recovering_ = false;
+      fail(make_error(errc::unrecoverable_failure, o.fatal));
+      return;
+    }
+  for (std::size_t s = 0; s < sums.size(); ++s)
+    if (sums[s].source >= 0)
+      logger_->info(
+          "stage {}: pipeline(s) {} take step {}'s gradient sum from pipeline {}", s,
+          fmt::join(sums[s].targets, " "), step_, sums[s].source);
   for (int s = 0; s < stages; ++s)
     if (!restarted_.count(s) && progress_[s] && progress_[s]->step == step_ &&
         progress_[s]->complete)
       on_report(progress_[s]->report);
-  auto orders = plan_resume(done);
+  auto orders = plan_resume(done, pipelines);
   for (int s : shadow_changed_)
     link_shadow(s);
   for (int s = 0; s < stages; ++s) {
@@ -195,8 +210,12 @@ void manager_state::finish_recovery() {
     o.delivered_gradients = orders[s].delivered_gradients;
     // FRC feeds the successor's replica, which must still be a shadow here.
     const int next = s + 1;
-    o.frc_enabled =
-        next < stages && shadow_actor_[next] && plan_.shadow[next] == plan_.owner[s];
+    o.frc_enabled = s % plan_.stages + 1 < plan_.stages && shadow_actor_[next] &&
+                    plan_.shadow[next] == plan_.owner[s];
+    const auto& sum = sums[static_cast<std::size_t>(s % plan_.stages)];
+    o.sum_source = sum.source;
+    if (sum.source == s / plan_.stages)
+      o.sum_targets = sum.targets;
     self_->send(owner_actor_[s], o);
   }
   restarted_.clear();
@@ -245,8 +264,10 @@ void manager_state::add_shadow(int stage, int node, const replica_handle& r) {
     return;
   node_of_[actor.address()] = node;
   attach_shadow(stage, node, actor);
-  const int pred = (stage + plan_.stages - 1) % plan_.stages;
-  if (spec_.cfg.redundancy == redundancy_mode::eager && pred != plan_.stages - 1)
+  // The predecessor (p, s-1) runs FRC with it, unless it is the last stage.
+  const int S = plan_.stages, s = stage % S;
+  const int pred = stage - s + (s + S - 1) % S;
+  if (spec_.cfg.redundancy == redundancy_mode::eager && s != 0)
     self_->send(owner_actor_[pred], r);
   logger_->info("stage {} has a shadow again, on node {}", stage, id(node));
 }

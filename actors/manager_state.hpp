@@ -47,7 +47,9 @@ private:
   void record_survivors();
   void end_generation(const std::string& reason);
   void shutdown(const caf::error& reason = caf::exit_reason::user_shutdown);
-  std::vector<stage_actor> distinct_owners() const;
+  // Every stage's owner once; of pipeline 0 only (the state to save) if asked.
+  std::vector<stage_actor> distinct_owners(bool first_pipeline = false) const;
+  int coordinates() const { return static_cast<int>(plan_.owner.size()); }
   int id(int node) const { return spec_.nodes->node_id(node); } // its name in records
   std::vector<int> ids() const;
   bool from(const stage_actor& a) const;

@@ -51,7 +51,7 @@ std::vector<bool> live(const std::vector<stage_actor>& actors) {
 } // namespace
 
 void manager_state::begin_step() {
-  ledger_.begin(step_, spec_.cfg.stages, live(shadow_actor_));
+  ledger_.begin(step_, coordinates(), live(shadow_actor_));
   resync_.clear();
   step_start_ = clock_type::now();
   if (hand_off())
@@ -109,7 +109,7 @@ void manager_state::on_report(const schema::step_report& r) {
     return;
   if (!ledger_.clip()) {
     ledger_.set_clip(clip_coefficient(spec_.cfg.optim.clip_norm, ledger_.grad_norm()));
-    for (int s = 0; s < spec_.cfg.stages; ++s)
+    for (int s = 0; s < coordinates(); ++s)
       if (!ledger_.committed(s))
         send_commit(s);
   } else if (!ledger_.committed(r.stage)) {
@@ -211,7 +211,7 @@ void manager_state::maybe_finish_step() {
   rec.lr = learning_rate(cfg.optim, step_, cfg.steps);
   rec.grad_norm = ledger_.grad_norm();
   rec.work = ledger_.reports();
-  for (int st = 0; st < plan_.stages; ++st) {
+  for (int st = 0; st < coordinates(); ++st) {
     rec.owners.push_back(spec_.nodes->node_id(plan_.owner[st]));
     rec.shadows.push_back(shadow_actor_[st] ? spec_.nodes->node_id(plan_.shadow[st])
                                             : -1);
@@ -255,7 +255,7 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
   g->m.generation = plan_.generation;
   for (int s = 0; s < plan_.stages; ++s)
     g->m.plan += (s ? " " : "") + std::to_string(plan_.owner[s]);
-  const auto owners = distinct_owners();
+  const auto owners = distinct_owners(/*first_pipeline=*/true); // all hold the same
   g->left = owners.size();
   ++snapshots_;
   const auto dir = checkpoint_step_dir(writer->dir(), step_);
@@ -322,7 +322,7 @@ bool manager_state::degraded() const {
 std::string manager_state::unprotected() const {
   std::string out;
   auto add = [&](const std::string& what) { out += (out.empty() ? "" : "; ") + what; };
-  for (int s = 0; s < plan_.stages; ++s)
+  for (int s = 0; s < coordinates(); ++s)
     if (!shadow_actor_[s])
       add("stage " + std::to_string(s) + " unprotected");
   for (int n = 0; n < static_cast<int>(plan_.alive.size()); ++n) {

@@ -38,8 +38,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
   st.sync = r.sync;
   if (a.shadow_stage >= 0) {
     // The replica starts from the same (seeded) initial weights as its owner.
-    auto replica =
-        std::make_shared<stage_executor>(r.cfg, a.shadow_stage, a.shadow_range, r.corpus);
+    auto replica = std::make_shared<stage_executor>(r.cfg, a.shadow_stage, a.shadow_range,
+                                                    r.corpus, a.pipeline);
     if (r.resume)
       replica->load_checkpoint(*r.resume);
     stage_actor_spec sh = st;
@@ -50,7 +50,8 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
     if (r.cfg.redundancy == redundancy_mode::eager)
       st.replica = replica;
   }
-  st.executor = std::make_shared<stage_executor>(r.cfg, a.stage, a.range, r.corpus);
+  st.executor =
+      std::make_shared<stage_executor>(r.cfg, a.stage, a.range, r.corpus, a.pipeline);
   if (r.resume)
     st.executor->load_checkpoint(*r.resume);
   h.stage = spawn_stage_actor(supervisor, std::move(st));

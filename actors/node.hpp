@@ -50,6 +50,7 @@ enum class shadow_sync {
 // What the manager decides for a node.
 struct node_assignment {
   int node = 0;
+  int pipeline = 0; // its stage and replica are of this pipeline
   int stage = 0;
   stage_range range;
   int shadow_stage = -1; // -1: no replica on this node

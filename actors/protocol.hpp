@@ -95,6 +95,11 @@ struct resume_order {
   std::vector<int> resend_activations, resend_gradients;
   std::vector<int> delivered_activations, delivered_gradients;
   bool frc_enabled = false; // the successor's replica is still a shadow
+  // P > 1 pipelines: when some pipeline of the stage already has the step's
+  // gradient sum, the others take it from pipeline `sum_source` (-1: the sum
+  // is made as usual), which sends it to `sum_targets`.
+  int sum_source = -1;
+  std::vector<int> sum_targets;
 };
 
 // In-process: a replica executor, cloned from its owner for a new shadow, or
@@ -181,7 +186,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resume_order& x) {
   return f(caf::meta::type_name("resume_order"), x.generation, x.step,
            x.resend_activations, x.resend_gradients, x.delivered_activations,
-           x.delivered_gradients, x.frc_enabled);
+           x.delivered_gradients, x.frc_enabled, x.sum_source, x.sum_targets);
 }
 
 } // namespace bamboo

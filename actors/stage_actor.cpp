@@ -46,9 +46,10 @@ struct stage_state {
     spec_ = std::move(spec);
     supervisor_ = std::move(supervisor);
     logger_ = log::get("bamboo.stage");
-    stage_ = spec_.executor->stage();
-    ops_ = make_schedule(stage_, spec_.cfg.stages, spec_.cfg.micro_batches(),
-                         spec_.cfg.redundancy);
+    // Its name towards the manager and its transport rank: p*S+s.
+    stage_ = spec_.executor->coordinate();
+    ops_ = make_schedule(spec_.executor->stage(), spec_.cfg.stages,
+                         spec_.cfg.pipeline_micro_batches(), spec_.cfg.redundancy);
     frc_enabled_ =
         spec_.replica != nullptr && spec_.cfg.redundancy == redundancy_mode::eager;
     self_->set_default_handler(caf::print_and_drop);
@@ -79,8 +80,8 @@ struct stage_state {
             send_sync(k, last_sync_);
           }
         },
-        [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
-        [this](digest_atom) { return digests_of(state_blobs(*spec_.executor, stage_)); },
+        [this](params_atom) { return blobs(); },
+        [this](digest_atom) { return digests_of(blobs()); },
         // Between steps: the exact state of this stage, for a new shadow.
         [this](clone_atom) { return replica_handle{spec_.executor->clone()}; },
         // A new replica of the successor on this node: FRC may use it.
@@ -94,8 +95,7 @@ struct stage_state {
         [this](checkpoint_atom, const std::string& step_dir, std::int64_t k) {
           auto rp = self_->make_response_promise<checkpoint_shard>();
           const auto t0 = std::chrono::steady_clock::now();
-          auto snap =
-              make_snapshot(state_blobs(*spec_.executor, stage_), step_dir, stage_, k);
+          auto snap = make_snapshot(blobs(), step_dir, spec_.executor->stage(), k);
           add_checkpoint_snapshot(
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                   .count());
@@ -146,8 +146,8 @@ struct stage_state {
         },
         [](resync_atom, std::uint64_t, std::int64_t) {
         }, // a shadow has nothing to re-send
-        [this](params_atom) { return state_blobs(*spec_.executor, stage_); },
-        [this](digest_atom) { return digests_of(state_blobs(*spec_.executor, stage_)); },
+        [this](params_atom) { return blobs(); },
+        [this](digest_atom) { return digests_of(blobs()); },
         [](clone_atom) -> caf::result<replica_handle> {
           return caf::make_error(caf::sec::unexpected_message); // only owners are cloned
         },
@@ -163,6 +163,11 @@ struct stage_state {
   }
 
 private:
+  // Named by the stage, whichever pipeline runs it (the pipelines hold the same).
+  std::vector<param_blob> blobs() const {
+    return state_blobs(*spec_.executor, spec_.executor->stage());
+  }
+
   void prepare_thread() {
     if (thread_ready_)
       return;
@@ -329,7 +334,11 @@ private:
       return;
     auto& ex = *spec_.executor;
     ex.set_delivered(o.step, o.delivered_activations, o.delivered_gradients);
+    if (spec_.cfg.pipelines > 1)
+      ex.set_sum_source(o.step, o.sum_source);
     auto st = ex.resend(o.resend_activations, o.resend_gradients, *transport_);
+    if (st && o.sum_source == ex.pipeline() && !o.sum_targets.empty())
+      st = ex.send_sum(o.sum_targets, *transport_);
     if (!st) {
       if (st.code != transport_errc::aborted)
         fail(o.step, "resend: " + st.detail);
@@ -368,7 +377,11 @@ private:
     tell(self_, supervisor_, committed_atom::value, c.generation, k, stage_);
   }
 
-  int predecessor() const { return (stage_ + spec_.cfg.stages - 1) % spec_.cfg.stages; }
+  // The rank of the node holding this stage's replica: (p, s-1 mod S).
+  int predecessor() const {
+    const int stages = spec_.cfg.stages;
+    return spec_.executor->rank_of((spec_.executor->stage() + stages - 1) % stages);
+  }
 
   // Owner: step k's gradients to the node holding the replica (rank s-1).
   void send_sync(std::int64_t k, const at::Tensor& flat) {

@@ -47,6 +47,12 @@ std::optional<std::string> validate(const train_config& c) {
     return "--global-batch / --micro-batch is " + num(c.micro_batches()) +
            " micro-batches per step: at most " + num(max_micro_batches) +
            " are supported (raise --micro-batch)";
+  if (c.pipelines < 1)
+    return "--pipelines must be at least 1, got " + num(c.pipelines);
+  if (c.micro_batches() % c.pipelines != 0)
+    return "--global-batch / --micro-batch is " + num(c.micro_batches()) +
+           " micro-batches per step, which " + num(c.pipelines) +
+           " pipelines cannot share equally";
   if (c.steps < 0)
     return "--steps must not be negative";
   if (c.threads < 1)

@@ -49,7 +49,8 @@ struct optimizer_config {
 struct train_config {
   model_config model;
   optimizer_config optim;
-  int stages = 1;
+  int stages = 1;    // per pipeline
+  int pipelines = 1; // data-parallel pipelines; each takes M / P micro-batches
   int micro_batch = 4;
   int global_batch = 16;
   int steps = 30;
@@ -59,6 +60,11 @@ struct train_config {
   redundancy_mode redundancy = redundancy_mode::lazy;
 
   int micro_batches() const { return global_batch / micro_batch; }
+  // A pipeline's share: pipeline p runs global micro-batches [p*Mp, (p+1)*Mp).
+  int pipeline_micro_batches() const { return micro_batches() / pipelines; }
+  // Stage (pipeline) p*S+s runs: the "coordinate" that names it in plans,
+  // reports and transport ranks (== the stage when there is one pipeline).
+  int coordinates() const { return pipelines * stages; }
 };
 
 // Micro-batches a step may have: they are numbered in 10 bits of a tensor's tag

@@ -9,9 +9,9 @@
 namespace bamboo {
 
 stage_executor::stage_executor(const train_config& cfg, int stage, stage_range range,
-                               std::shared_ptr<const token_corpus> corpus)
-    : cfg_(cfg), stage_(stage), range_(range), corpus_(std::move(corpus)),
-      order_(cfg.seed, sample_count(*corpus_, cfg.model)),
+                               std::shared_ptr<const token_corpus> corpus, int pipeline)
+    : cfg_(cfg), stage_(stage), pipeline_(pipeline), range_(range),
+      corpus_(std::move(corpus)), order_(cfg.seed, sample_count(*corpus_, cfg.model)),
       layers_(build_layers(cfg.model, cfg.seed, range.first, range.last)) {
   std::vector<named_tensor> params;
   for (const auto& layer : layers_)
@@ -34,6 +34,9 @@ void stage_executor::begin_step(std::int64_t k) {
   losses_.clear();
   delivered_act_.clear();
   delivered_grad_.clear();
+  local_grads_ = at::Tensor();
+  sum_ = at::Tensor();
+  sum_source_ = -1;
 }
 
 at::Tensor stage_executor::recv_buffer(const tensor_transport& t) const {
@@ -46,7 +49,7 @@ at::Tensor stage_executor::recv_buffer(const tensor_transport& t) const {
 }
 
 at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
-  const layer_ctx ctx{cfg_.seed, k, j, true};
+  const layer_ctx ctx{cfg_.seed, k, global_micro_batch(j), true};
   for (auto& layer : layers_)
     x = layer->forward(x, ctx);
   return x;
@@ -57,7 +60,7 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
     micro_batch mb;
     if (is_first() || is_last()) {
       RECORD_FUNCTION("bamboo::batch assembly", std::vector<c10::IValue>());
-      mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
+      mb = make_micro_batch(cfg_, *corpus_, order_, k, global_micro_batch(j));
     }
     in_flight f;
     at::Tensor x;
@@ -65,7 +68,8 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
       x = mb.input;
     } else {
       at::Tensor received = recv_buffer(t);
-      auto st = t.recv(stage_ - 1, make_tag(k, j, tensor_kind::activation), received);
+      auto st =
+          t.recv(rank_of(stage_ - 1), make_tag(k, j, tensor_kind::activation), received);
       if (!st) { // say what was being received: a test tells mid-transfer losses by it
         st.detail = "receiving activation " + std::to_string(j) + ": " + st.detail;
         return st;
@@ -93,7 +97,7 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
   log::get("bamboo.stage")
       ->debug("stage {} step {}: sending activation {} to stage {} ({} bytes)", stage_, k,
               j, stage_ + 1, act.numel() * act.element_size());
-  return t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), act);
+  return t.send(rank_of(stage_ + 1), make_tag(k, j, tensor_kind::activation), act);
 }
 
 transport_status stage_executor::backward(std::int64_t k, int j, tensor_transport& t) {
@@ -106,7 +110,7 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
     (f.output / static_cast<double>(cfg_.micro_batches())).backward();
   } else {
     at::Tensor grad = recv_buffer(t);
-    auto st = t.recv(stage_ + 1, make_tag(k, j, tensor_kind::gradient), grad);
+    auto st = t.recv(rank_of(stage_ + 1), make_tag(k, j, tensor_kind::gradient), grad);
     if (!st) {
       st.detail = "receiving gradient " + std::to_string(j) + ": " + st.detail;
       return st;
@@ -119,7 +123,7 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
   if (is_first() || delivered_grad_.count(j))
     return {};
   sent_grad_[j] = input_grad;
-  return t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), input_grad);
+  return t.send(rank_of(stage_ - 1), make_tag(k, j, tensor_kind::gradient), input_grad);
 }
 
 void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
@@ -130,7 +134,7 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
   f.input = activation.detach().requires_grad_(true);
   auto x = run_layers(k, j, f.input);
   if (is_last()) {
-    auto mb = make_micro_batch(cfg_, *corpus_, order_, k, j);
+    auto mb = make_micro_batch(cfg_, *corpus_, order_, k, global_micro_batch(j));
     x = compute_loss(x, mb.target);
   }
   f.output = x;
@@ -138,7 +142,7 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
 }
 
 std::shared_ptr<stage_executor> stage_executor::clone() const {
-  auto copy = std::make_shared<stage_executor>(cfg_, stage_, range_, corpus_);
+  auto copy = std::make_shared<stage_executor>(cfg_, stage_, range_, corpus_, pipeline_);
   copy->opt_->copy_state_from(*opt_);
   return copy;
 }
@@ -199,6 +203,11 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
       return out;
     }
   }
+  if (cfg_.pipelines > 1 && !progress_.reduced)
+    if (auto st = sum_gradients(k, t); !st) {
+      out.status = st;
+      return out;
+    }
   progress_.complete = true;
   for (const auto& [j, loss] : losses_) // in micro-batch order
     out.loss_sum += loss;
@@ -216,7 +225,8 @@ transport_status stage_executor::resend(const std::vector<int>& activations,
       it = sent_act_.emplace(j, pending_[j].output.detach()).first;
     if (it == sent_act_.end())
       return {transport_errc::invalid, "no kept activation " + std::to_string(j)};
-    if (auto st = t.send(stage_ + 1, make_tag(k, j, tensor_kind::activation), it->second);
+    if (auto st = t.send(rank_of(stage_ + 1), make_tag(k, j, tensor_kind::activation),
+                         it->second);
         !st)
       return st;
   }
@@ -224,10 +234,85 @@ transport_status stage_executor::resend(const std::vector<int>& activations,
     auto it = sent_grad_.find(j);
     if (it == sent_grad_.end())
       return {transport_errc::invalid, "no kept gradient " + std::to_string(j)};
-    if (auto st = t.send(stage_ - 1, make_tag(k, j, tensor_kind::gradient), it->second);
+    if (auto st = t.send(rank_of(stage_ - 1), make_tag(k, j, tensor_kind::gradient),
+                         it->second);
         !st)
       return st;
   }
+  return {};
+}
+
+// The same stage of every pipeline sums its gradients, pipeline 0 in the
+// middle: it adds the others' packs to its own in pipeline order (never in
+// arrival order, so the sum is the same bits every time) and sends the sum
+// back. Each keeps its own pack and the sum for the step: an interrupted sum
+// is made again, or taken from a pipeline that has it (set_sum_source).
+transport_status stage_executor::sum_gradients(std::int64_t k, tensor_transport& t) {
+  RECORD_FUNCTION("bamboo::gradient sum", std::vector<c10::IValue>());
+  at::NoGradGuard no_grad;
+  if (!local_grads_.defined()) {
+    std::vector<at::Tensor> grads;
+    for (const auto& p : opt_->params())
+      grads.push_back(p.tensor.grad());
+    local_grads_ = pack_gradients(*this, grads);
+  }
+  auto buffer = [&] {
+    return t.needs_buffer() ? at::empty_like(local_grads_) : at::Tensor();
+  };
+  const auto mine = make_tag(k, 0, tensor_kind::gradient_sum);
+  const auto all = make_tag(k, 1, tensor_kind::gradient_sum);
+  auto failed = [](transport_status st, const std::string& what) {
+    st.detail = what + ": " + st.detail;
+    return st;
+  };
+  at::Tensor total;
+  if (sum_source_ >= 0) {
+    total = buffer();
+    if (auto st = t.recv(sum_source_ * cfg_.stages + stage_, all, total); !st)
+      return failed(st, "receiving the gradient sum from pipeline " +
+                            std::to_string(sum_source_));
+  } else if (pipeline_ == 0) {
+    total = local_grads_.clone();
+    for (int q = 1; q < cfg_.pipelines; ++q) {
+      at::Tensor theirs = buffer();
+      if (auto st = t.recv(rank_of_pipeline(q), mine, theirs); !st)
+        return failed(st, "receiving pipeline " + std::to_string(q) + "'s gradients");
+      total.add_(theirs);
+    }
+    for (int q = 1; q < cfg_.pipelines; ++q)
+      if (auto st = t.send(rank_of_pipeline(q), all, total); !st)
+        return failed(st, "sending the gradient sum");
+  } else {
+    if (auto st = t.send(rank_of_pipeline(0), mine, local_grads_); !st)
+      return failed(st, "sending this pipeline's gradients");
+    total = buffer();
+    if (auto st = t.recv(rank_of_pipeline(0), all, total); !st)
+      return failed(st, "receiving the gradient sum");
+  }
+  sum_ = total;
+  auto grads = unpack_gradients(*this, total);
+  auto& params = opt_->params();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    params[i].tensor.mutable_grad() = grads[i];
+  progress_.reduced = true;
+  return {};
+}
+
+void stage_executor::set_sum_source(std::int64_t k, int source) {
+  begin_step(k);
+  sum_source_ = source == pipeline_ ? -1 : source;
+}
+
+transport_status stage_executor::send_sum(const std::vector<int>& pipelines,
+                                          tensor_transport& t) {
+  if (!sum_.defined())
+    return {transport_errc::invalid,
+            "no gradient sum of step " + std::to_string(progress_.step) + " to send"};
+  for (int q : pipelines)
+    if (auto st = t.send(rank_of_pipeline(q),
+                         make_tag(progress_.step, 1, tensor_kind::gradient_sum), sum_);
+        !st)
+      return st;
   return {};
 }
 
@@ -266,6 +351,43 @@ void stage_executor::apply_gradients(std::int64_t k,
   opt_->step(k, 1.0);
   // The FRC graphs of step k are of no use once it has committed.
   pending_.clear();
+}
+
+at::Tensor pack_gradients(const stage_executor& ex,
+                          const std::vector<at::Tensor>& grads) {
+  std::vector<at::Tensor> parts;
+  auto mask = at::zeros({static_cast<long>(grads.size())}, at::kFloat);
+  const auto& params = ex.parameters();
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined())
+      mask[static_cast<long>(i)] = 1.0f;
+    parts.push_back(grads[i].defined() ? grads[i].reshape(-1)
+                                       : at::zeros({params[i].tensor.numel()}));
+  }
+  parts.insert(parts.begin(), mask);
+  return at::cat(parts);
+}
+
+std::vector<at::Tensor> unpack_gradients(const stage_executor& ex,
+                                         const at::Tensor& flat) {
+  const auto& params = ex.parameters();
+  std::vector<at::Tensor> grads;
+  auto mask = flat.narrow(0, 0, static_cast<long>(params.size()));
+  long offset = static_cast<long>(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i].tensor;
+    auto g = flat.narrow(0, offset, p.numel()).view(p.sizes()).clone();
+    offset += p.numel();
+    grads.push_back(mask[static_cast<long>(i)].item<float>() != 0 ? g : at::Tensor());
+  }
+  return grads;
+}
+
+long packed_size(const stage_executor& ex) {
+  long n = static_cast<long>(ex.parameters().size());
+  for (const auto& p : ex.parameters())
+    n += p.tensor.numel();
+  return n;
 }
 
 } // namespace bamboo

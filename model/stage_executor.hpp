@@ -31,7 +31,8 @@ struct step_progress {
   std::set<int> backwards; // backward computed
   std::set<int> frc;       // FRC this stage ran for its successor
   std::set<int> inherited; // forwards present from FRC when promoted
-  bool complete = false;   // every instruction done
+  bool reduced = false;    // P > 1: the gradients are the sum over the pipelines
+  bool complete = false;   // every instruction done (and the sum, with P > 1)
 };
 
 struct step_outcome {
@@ -49,14 +50,24 @@ struct checkpoint;
 
 class stage_executor {
 public:
+  // Stage `stage` of data-parallel pipeline `pipeline` (cfg.pipelines of them):
+  // its micro-batches are the pipeline's share (numbered 0..Mp-1 in its schedule
+  // and tags, by their global number for data and dropout), its peers the ranks
+  // of the same pipeline, p*S+s.
   stage_executor(const train_config& cfg, int stage, stage_range range,
-                 std::shared_ptr<const token_corpus> corpus);
+                 std::shared_ptr<const token_corpus> corpus, int pipeline = 0);
 
   int stage() const { return stage_; }
+  int pipeline() const { return pipeline_; }
+  // Its name in plans, reports and transport ranks: p*S+s.
+  int coordinate() const { return rank_of(stage_); }
+  int rank_of(int stage) const { return pipeline_ * cfg_.stages + stage; }
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == cfg_.stages - 1; }
 
   // Runs (or continues) step k's ops. `replica`: the successor's shadow, for FRC.
+  // With P > 1 pipelines, the stage's gradients are then summed with the same
+  // stage of the others (sum_gradients) before the step is complete.
   step_outcome run(std::int64_t k, const std::vector<instruction>& ops,
                    tensor_transport& t, stage_executor* replica = nullptr,
                    const kill_hook& hook = {});
@@ -80,6 +91,11 @@ public:
   std::int64_t updates() const { return opt_->steps_taken(); }
 
   const step_progress& progress() const { return progress_; }
+  // Recovery with P > 1, when some pipeline of this stage already has step k's
+  // gradient sum: those without it take it from pipeline `source` (which sends
+  // it with send_sum) instead of summing again.
+  void set_sum_source(std::int64_t k, int source);
+  transport_status send_sum(const std::vector<int>& pipelines, tensor_transport& t);
   // Marks promotion: FRC'd forwards of step k count as inherited.
   void promote(std::int64_t k);
   // A new replica of this stage with this stage's exact state (between steps).
@@ -104,9 +120,15 @@ private:
   transport_status backward(std::int64_t k, int j, tensor_transport& t);
   at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
   at::Tensor recv_buffer(const tensor_transport& t) const;
+  transport_status sum_gradients(std::int64_t k, tensor_transport& t);
+  int rank_of_pipeline(int p) const { return p * cfg_.stages + stage_; }
+  int global_micro_batch(int j) const {
+    return pipeline_ * cfg_.pipeline_micro_batches() + j;
+  }
 
   train_config cfg_;
   int stage_;
+  int pipeline_;
   stage_range range_;
   std::shared_ptr<const token_corpus> corpus_;
   sample_order order_;
@@ -121,6 +143,19 @@ private:
   std::map<int, at::Tensor> sent_act_, sent_grad_;
   std::map<int, double> losses_;
   std::set<int> delivered_act_, delivered_grad_;
+  at::Tensor local_grads_; // P > 1: this pipeline's packed gradients of the step
+  at::Tensor sum_;         // P > 1: the packed sum over the pipelines, once known
+  int sum_source_ = -1;    // -1: the sum is made (by pipeline 0); else taken
 };
+
+// A stage's gradients as one flat tensor (what an owner sends its shadow across
+// processes, and what the pipelines of one stage sum): a defined-mask, then
+// every gradient, zeros where undefined. Summed packs unpack as the sum, a
+// gradient defined where any pipeline had it.
+at::Tensor pack_gradients(const stage_executor& ex, const std::vector<at::Tensor>& grads);
+std::vector<at::Tensor> unpack_gradients(const stage_executor& ex,
+                                         const at::Tensor& flat);
+// The length of a packed tensor of ex's gradients.
+long packed_size(const stage_executor& ex);
 
 } // namespace bamboo

@@ -74,7 +74,7 @@ std::uint16_t gloo_store_server::port() const {
 namespace {
 
 // Gloo tags are non-negative ints: the low 31 bits of make_tag's, distinct for
-// 2^19 consecutive steps (a step's tensors are all consumed before the next
+// 2^18 consecutive steps (a step's tensors are all consumed before the next
 // step's are sent, so only a handful of steps are ever in flight).
 int gloo_tag(std::uint64_t tag) {
   return static_cast<int>(tag & 0x7fffffffULL);

@@ -36,22 +36,25 @@ struct transport_status {
 };
 
 // Message tags: what a tensor is (activation, gradient, an owner's gradients
-// for its shadow, or an owner's whole state for a new shadow) of which
-// micro-batch of which step: kind in bits 0-1, micro-batch in bits 2-11 (at
-// most max_micro_batches a step, as the configuration checks), step from bit 12.
+// for its shadow, an owner's whole state for a new shadow, or a pipeline's
+// gradient sum between the same stage of data-parallel pipelines) of which
+// micro-batch of which step: kind in bits 0-2, micro-batch in bits 3-12 (at
+// most max_micro_batches a step, as the configuration checks), step from bit 13.
 // Backends whose tags are narrower keep the low bits (Gloo: 31, so a tag comes
-// back after 2^19 = 524,288 steps of one generation, long after every tensor
+// back after 2^18 = 262,144 steps of one generation, long after every tensor
 // of the earlier step was consumed).
 enum class tensor_kind : std::uint64_t {
   activation = 0,
   gradient = 1,
   shadow_sync = 2,
   state_copy = 3,
+  gradient_sum = 4, // micro-batch 0: a pipeline's own sum; 1: the sum of all
 };
-inline constexpr int tag_step_shift = 12;
+inline constexpr int tag_kind_bits = 3;
+inline constexpr int tag_step_shift = tag_kind_bits + 10;
 inline std::uint64_t make_tag(std::int64_t step, int micro_batch, tensor_kind kind) {
   return (static_cast<std::uint64_t>(step) << tag_step_shift) |
-         (static_cast<std::uint64_t>(micro_batch) << 2) |
+         (static_cast<std::uint64_t>(micro_batch) << tag_kind_bits) |
          static_cast<std::uint64_t>(kind);
 }
 

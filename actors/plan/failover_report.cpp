@@ -19,7 +19,9 @@ void account_failover(failover_record& f, const schema::step_report& heir,
     f.recomputed_backwards = static_cast<int>(heir.backwards);
     return;
   }
-  auto ops = make_schedule(f.stage, cfg.stages, cfg.micro_batches(), cfg.redundancy);
+  // f.stage names stage s of pipeline p as p*S+s.
+  auto ops = make_schedule(f.stage % cfg.stages, cfg.stages, cfg.pipeline_micro_batches(),
+                           cfg.redundancy);
   const int upto = std::min<int>(kill->op, static_cast<int>(ops.size()));
   std::set<int> fwd, bwd;
   for (int i = 0; i < upto; ++i) {

@@ -208,28 +208,31 @@ std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
   return {};
 }
 
-std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) {
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done,
+                                           int pipelines) {
   const int n = static_cast<int>(done.size());
+  const int stages = n / std::max(1, pipelines);
   std::vector<resume_order_plan> out(n);
-  for (int s = 0; s < n; ++s) {
-    auto& o = out[s];
-    if (done[s].restarted) {
+  for (int c = 0; c < n; ++c) {
+    auto& o = out[c];
+    const bool has_next = c % stages + 1 < stages, has_prev = c % stages > 0;
+    if (done[c].restarted) {
       // A restarted stage sends as it runs; it skips what its peers already hold.
-      if (s + 1 < n)
-        o.delivered_activations.assign(done[s + 1].forwards.begin(),
-                                       done[s + 1].forwards.end());
-      if (s > 0)
-        o.delivered_gradients.assign(done[s - 1].backwards.begin(),
-                                     done[s - 1].backwards.end());
+      if (has_next)
+        o.delivered_activations.assign(done[c + 1].forwards.begin(),
+                                       done[c + 1].forwards.end());
+      if (has_prev)
+        o.delivered_gradients.assign(done[c - 1].backwards.begin(),
+                                     done[c - 1].backwards.end());
       continue;
     }
-    if (s + 1 < n)
-      for (int j : done[s].forwards)
-        if (!done[s + 1].forwards.count(j))
+    if (has_next)
+      for (int j : done[c].forwards)
+        if (!done[c + 1].forwards.count(j))
           o.resend_activations.push_back(j);
-    if (s > 0)
-      for (int j : done[s].backwards)
-        if (!done[s - 1].backwards.count(j))
+    if (has_prev)
+      for (int j : done[c].backwards)
+        if (!done[c - 1].backwards.count(j))
           o.resend_gradients.push_back(j);
   }
   return out;
@@ -238,31 +241,74 @@ std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done) 
 std::vector<stage_done>
 work_done(const std::vector<std::optional<stage_progress>>& progress,
           const std::set<int>& restarted, const std::vector<bool>& committed,
-          std::int64_t step, int micro_batches) {
-  const int stages = static_cast<int>(progress.size());
-  std::vector<stage_done> done(stages);
-  for (int s = 0; s < stages; ++s) {
-    if (restarted.count(s)) {
-      if (committed[s]) { // the replica already has the update
+          std::int64_t step, int micro_batches, int pipelines) {
+  const int n = static_cast<int>(progress.size());
+  const int stages = n / std::max(1, pipelines);
+  std::vector<stage_done> done(n);
+  for (int c = 0; c < n; ++c) {
+    if (restarted.count(c)) {
+      if (committed[c]) { // the replica already has the update
         for (int j = 0; j < micro_batches; ++j) {
-          done[s].forwards.insert(j);
-          done[s].backwards.insert(j);
+          done[c].forwards.insert(j);
+          done[c].backwards.insert(j);
         }
         continue;
       }
-      done[s].restarted = true;
+      done[c].restarted = true;
       // FRC run by the predecessor is the heir's inherited forward work.
-      if (s > 0 && progress[s - 1] && progress[s - 1]->step == step)
-        done[s].forwards.insert(progress[s - 1]->frc.begin(), progress[s - 1]->frc.end());
+      if (c % stages > 0 && progress[c - 1] && progress[c - 1]->step == step)
+        done[c].forwards.insert(progress[c - 1]->frc.begin(), progress[c - 1]->frc.end());
       continue;
     }
-    if (progress[s] && progress[s]->step == step) {
-      done[s].forwards.insert(progress[s]->forwards.begin(), progress[s]->forwards.end());
-      done[s].backwards.insert(progress[s]->backwards.begin(),
-                               progress[s]->backwards.end());
+    if (progress[c] && progress[c]->step == step) {
+      done[c].forwards.insert(progress[c]->forwards.begin(), progress[c]->forwards.end());
+      done[c].backwards.insert(progress[c]->backwards.begin(),
+                               progress[c]->backwards.end());
     }
   }
   return done;
+}
+
+std::vector<sum_order>
+plan_sums(const std::vector<std::optional<stage_progress>>& progress,
+          const std::set<int>& restarted, const std::vector<bool>& committed,
+          std::int64_t step, int pipelines) {
+  const int n = static_cast<int>(progress.size());
+  const int stages = n / std::max(1, pipelines);
+  std::vector<sum_order> out(stages);
+  if (pipelines < 2)
+    return out;
+  auto has_sum = [&](int c) {
+    return !restarted.count(c) && progress[c] && progress[c]->step == step &&
+           progress[c]->complete;
+  };
+  for (int s = 0; s < stages; ++s) {
+    auto& o = out[s];
+    std::vector<int> needers;
+    int source = -1, lost_sum = -1;
+    for (int p = 0; p < pipelines; ++p) {
+      const int c = p * stages + s;
+      if (has_sum(c)) {
+        if (source < 0)
+          source = p;
+      } else if (restarted.count(c) && committed[c]) {
+        lost_sum = p; // its replica has the update, but not the sum
+      } else {
+        needers.push_back(p);
+      }
+    }
+    if (needers.empty() || source >= 0) {
+      o.source = needers.empty() ? -1 : source;
+      if (o.source >= 0)
+        o.targets = needers;
+      continue;
+    }
+    if (lost_sum >= 0)
+      o.fatal = "stage " + std::to_string(s) + "'s gradient sum of step " +
+                std::to_string(step) + " is lost: pipeline " + std::to_string(lost_sum) +
+                " committed it before its node went, and no other pipeline kept it";
+  }
+  return out;
 }
 
 } // namespace bamboo

@@ -115,11 +115,12 @@ struct stage_progress {
 // What each stage has done of step `step`, from the survivors' progress
 // (nullopt for a stage that was restarted): a restarted stage whose update its
 // replica already had counts as done; otherwise it starts over with the FRC
-// forwards its predecessor ran for it as inherited work.
+// forwards its predecessor ran for it as inherited work. With P pipelines the
+// vectors are indexed p*S+s, and `micro_batches` is a pipeline's share.
 std::vector<stage_done>
 work_done(const std::vector<std::optional<stage_progress>>& progress,
           const std::set<int>& restarted, const std::vector<bool>& committed,
-          std::int64_t step, int micro_batches);
+          std::int64_t step, int micro_batches, int pipelines = 1);
 
 struct resume_order_plan {
   std::vector<int> resend_activations;    // to s+1, from kept copies
@@ -128,7 +129,25 @@ struct resume_order_plan {
   std::vector<int> delivered_gradients;   // s-1 has them: do not send again
 };
 
-// For each stage: what to send again so every stage gets each input exactly once.
-std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done);
+// For each stage: what to send again so every stage gets each input exactly
+// once (within its pipeline: `done` is indexed p*S+s).
+std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done,
+                                           int pipelines = 1);
+
+// P > 1: how stage s's pipelines get step `step`'s gradient sum after an
+// interruption. Those without it (interrupted, or restarted on a replica
+// without the update) make it again (source -1) when none has it, or take it
+// from the first pipeline that has it (source, which sends it to `targets`).
+// Fatal when none has it and a pipeline's only copy of its own gradients went
+// with its node after it committed (its replica holds the update, not them).
+struct sum_order {
+  int source = -1;
+  std::vector<int> targets;
+  std::string fatal;
+};
+std::vector<sum_order>
+plan_sums(const std::vector<std::optional<stage_progress>>& progress,
+          const std::set<int>& restarted, const std::vector<bool>& committed,
+          std::int64_t step, int pipelines);
 
 } // namespace bamboo

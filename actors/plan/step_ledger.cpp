@@ -30,14 +30,19 @@ bool step_ledger::all_reported() const {
 }
 
 double step_ledger::grad_norm() const {
+  const std::size_t stages = reports_.size() / static_cast<std::size_t>(pipelines_);
   double total = 0;
-  for (const auto& r : reports_)
-    total += r.grad_squares;
+  for (std::size_t s = 0; s < stages; ++s)
+    total += reports_[s].grad_squares;
   return std::sqrt(total);
 }
 
 double step_ledger::loss_sum() const {
-  return reports_.empty() ? 0.0 : reports_.back().loss_sum; // the last stage's
+  const std::size_t stages = reports_.size() / static_cast<std::size_t>(pipelines_);
+  double total = 0; // each pipeline's last stage's, in pipeline order
+  for (std::size_t p = 1; stages > 0 && p <= static_cast<std::size_t>(pipelines_); ++p)
+    total += reports_[p * stages - 1].loss_sum;
+  return total;
 }
 
 void step_ledger::owner_lost(int stage) {

@@ -12,7 +12,11 @@ namespace bamboo {
 
 class step_ledger {
 public:
+  // `stages` counts the stages of every pipeline (P * S, named p*S+s).
   void begin(std::int64_t step, int stages, const std::vector<bool>& has_shadow);
+  // P data-parallel pipelines: the loss is summed over each pipeline's last
+  // stage, and the gradient norm taken from pipeline 0's (all hold the sum).
+  void set_pipelines(int pipelines) { pipelines_ = pipelines; }
   std::int64_t step() const { return step_; }
 
   // Returns true when this report completed the set (the clip factor can be set).
@@ -46,6 +50,7 @@ private:
   std::vector<bool> reported_, committed_, synced_, needs_sync_;
   std::vector<schema::step_report> reports_;
   std::optional<double> clip_;
+  int pipelines_ = 1;
 };
 
 } // namespace bamboo

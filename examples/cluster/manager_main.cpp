@@ -90,6 +90,11 @@ int main(int argc, char** argv) {
     std::cerr << "bamboo-manager: error: " << *problem << "\n";
     return 2;
   }
+  if (o.cfg.pipelines > 1 || o.auto_pipelines || o.nodes > 0) {
+    std::cerr << "bamboo-manager: error: --pipelines and --nodes run in embedded mode; "
+                 "worker processes train one pipeline\n";
+    return 2;
+  }
   if (auto problem = check_tls(c.tls)) {
     std::cerr << "bamboo-manager: error: " << *problem << "\n";
     return 2;

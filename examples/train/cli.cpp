@@ -12,6 +12,7 @@ struct train_options::strings {
   std::string redundancy = "lazy";
   std::string transport = "local";
   std::vector<std::string> preempt;
+  std::string pipelines = "1";
   int heartbeat_ms = 0;
   double progress_timeout_s = 30;
 };
@@ -28,6 +29,13 @@ train_options::train_options(CLI::App& app, cli_options& o)
       ->check(CLI::IsMember({"gpt", "bert"}))
       ->capture_default_str();
   app.add_option("--stages", c.stages, "pipeline stages S")->capture_default_str();
+  app.add_option("--pipelines", s_->pipelines,
+                 "data-parallel pipelines P, or auto (as many as --nodes hold); each "
+                 "runs G/P of every step's samples and the stages sum their gradients")
+      ->capture_default_str();
+  app.add_option("--nodes", o.nodes,
+                 "embedded: nodes, a stage of one pipeline each (default P x S)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--micro-batch", c.micro_batch, "samples per micro-batch m")
       ->capture_default_str();
   app.add_option("--global-batch", c.global_batch, "samples per step G")
@@ -144,6 +152,8 @@ std::optional<std::string> train_options::finish() {
       return problem;
   if (c.steps < 1)
     return "--steps must be 1 or more (got " + std::to_string(c.steps) + ")";
+  if (auto problem = resolve_pipelines())
+    return problem;
   // A warning, not an error: the demo's kills stay valid with a shorter --steps.
   for (const auto& k : o_.run.preemptions)
     if (k.step >= c.steps)
@@ -159,7 +169,49 @@ std::optional<std::string> train_options::finish() {
            std::to_string(c.stages) + ": every stage needs a worker";
   if (auto problem = validate(c))
     return problem;
+  if (c.pipelines > 1 && (o_.run.depths.min > 0 || o_.run.depths.max > 0))
+    return std::string("--min-stages and --max-stages re-partition one pipeline: they "
+                       "cannot be combined with --pipelines above 1");
   return check_depths(o_.run.depths, c.stages, c.model.pipeline_layers(), 1);
+}
+
+std::optional<std::string> train_options::resolve_pipelines() {
+  auto& c = o_.cfg;
+  const auto& given = s_->pipelines;
+  const auto n = [](int v) { return std::to_string(v); };
+  o_.auto_pipelines = given == "auto";
+  if (!o_.auto_pipelines) {
+    std::size_t used = 0;
+    int p = 0;
+    try {
+      p = std::stoi(given, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != given.size() || p < 1)
+      return "--pipelines '" + given + "': a positive number or auto";
+    c.pipelines = p;
+  }
+  if (c.stages < 1)
+    return std::nullopt; // validate() says so
+  if (o_.auto_pipelines) {
+    const int nodes = o_.nodes > 0 ? o_.nodes : c.stages;
+    c.pipelines = nodes / c.stages;
+    if (c.pipelines < 1)
+      return "--nodes " + n(nodes) + " cannot hold one pipeline of --stages " +
+             n(c.stages);
+    if (nodes % c.stages != 0)
+      o_.warnings.push_back("--pipelines auto: " + n(c.pipelines) + " pipeline(s) of " +
+                            n(c.stages) + " stages on --nodes " + n(nodes) + "; " +
+                            n(nodes % c.stages) +
+                            " node(s) stay idle (embedded mode has no standby nodes)");
+    return std::nullopt;
+  }
+  if (o_.nodes > 0 && o_.nodes != c.coordinates())
+    return "--nodes " + n(o_.nodes) + " does not hold --pipelines " + n(c.pipelines) +
+           " x --stages " + n(c.stages) + " (a node per stage of each pipeline; " +
+           "--pipelines auto takes as many as fit)";
+  return std::nullopt;
 }
 
 namespace {
@@ -257,6 +309,9 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   // (--stages 1 has a message of its own.)
   if (!problem && o.processes && o.cfg.stages >= 2)
     problem = check_depths(o.run.depths, o.cfg.stages, o.cfg.model.pipeline_layers(), 2);
+  if (!problem && o.processes && (o.cfg.pipelines > 1 || o.auto_pipelines || o.nodes > 0))
+    problem = "--pipelines and --nodes run in embedded mode; worker processes train "
+              "one pipeline (--workers)";
   if (!problem && o.processes && app.count("--transport") > 0 &&
       o.run.transport == transport_kind::local)
     problem = "--transport local hands tensors over inside one process; worker "

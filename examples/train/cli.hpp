@@ -30,6 +30,8 @@ struct cli_options {
   double replace_after_s = -1;   // --processes: a killed worker's replacement, after this
   double replacement_wait_s = 0; // across processes: a rollback waits for workers
   int workers = 0;               // across processes: workers to start (0: --stages)
+  int nodes = 0;                 // embedded: nodes (0: --pipelines x --stages)
+  bool auto_pipelines = false;   // --pipelines auto: as many as the nodes hold
   struct join {
     long step = 0;
     int count = 1;
@@ -54,6 +56,7 @@ public:
   std::optional<std::string> finish();
 
 private:
+  std::optional<std::string> resolve_pipelines();
   struct strings;
   cli_options& o_;
   std::unique_ptr<strings> s_;

@@ -158,8 +158,15 @@ void run_report::summary(const run_result& r) const {
   if (!last.owners.empty()) {
     std::string where;
     for (std::size_t s = 0; s < last.owners.size(); ++s) {
-      where += (s ? ", " : "") + std::string("stage ") + std::to_string(s) + " on node " +
-               std::to_string(last.owners[s]);
+      // Several pipelines: owners are listed p*S+s.
+      const std::size_t per = static_cast<std::size_t>(cfg.stages);
+      const bool many =
+          cfg.pipelines > 1 && last.owners.size() > per && last.owners.size() % per == 0;
+      where += (s ? ", " : "") +
+               (many ? "pipeline " + std::to_string(s / per) + " stage " +
+                           std::to_string(s % per)
+                     : "stage " + std::to_string(s)) +
+               " on node " + std::to_string(last.owners[s]);
       if (s < last.shadows.size() && last.shadows[s] >= 0)
         where += " (shadow on " + std::to_string(last.shadows[s]) + ")";
     }

@@ -101,6 +101,17 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "--stages 4 is outside --min-stages 2 to --max-stages 3");
   check_rejected("--processes --stages 3 --min-stages 1",
                  "--min-stages 1 is below 2 (the fewest stages this mode runs)");
+  check_rejected("--stages 4 --pipelines 3 --nodes 4",
+                 "--nodes 4 does not hold --pipelines 3 x --stages 4");
+  check_rejected("--stages 4 --pipelines auto --nodes 3",
+                 "--nodes 3 cannot hold one pipeline of --stages 4");
+  check_rejected("--pipelines two", "--pipelines 'two': a positive number or auto");
+  check_rejected("--pipelines 0", "--pipelines '0'");
+  check_rejected("--stages 2 --pipelines 3 --global-batch 16 --micro-batch 4",
+                 "4 micro-batches per step, which 3 pipelines cannot share equally");
+  check_rejected("--stages 2 --pipelines 2 --min-stages 1",
+                 "cannot be combined with --pipelines above 1");
+  check_rejected("--processes --stages 2 --pipelines 2", "run in embedded mode");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "actors/plan/planner.hpp"
 
 using namespace bamboo;
@@ -211,4 +213,66 @@ TEST_CASE("the zone ring puts each stage and its replica in different zones wher
   CHECK(same_zone_neighbours(crowded, zone_ring(crowded)) == 2);
   CHECK(zone_ring({}).empty());
   CHECK(zone_ring({"a"}) == std::vector<int>{0});
+}
+
+TEST_CASE("with two pipelines a recovery round resends only inside each pipeline",
+          "[actors][plan]") {
+  // Coordinates p*2+s: pipeline 1's stage 1 (coordinate 3) restarted.
+  std::vector<std::optional<stage_progress>> progress(4);
+  for (int c : {0, 1, 2}) {
+    stage_progress p;
+    p.stage = c;
+    p.step = 2;
+    p.forwards = {0, 1};
+    p.backwards = c % 2 == 1 ? std::vector<int>{0} : std::vector<int>{};
+    progress[c] = p;
+  }
+  progress[2]->frc = {0};
+  auto done = work_done(progress, {3}, {false, false, false, false}, 2, 2, 2);
+  CHECK(done[3].restarted);
+  CHECK(done[3].forwards == std::set<int>{0}); // from coordinate 2's FRC
+  auto orders = plan_resume(done, 2);
+  // Coordinate 1 (pipeline 0's last stage) sends nothing on to coordinate 2.
+  CHECK(orders[1].resend_activations.empty());
+  CHECK(orders[1].resend_gradients == std::vector<int>{0}); // to coordinate 0
+  CHECK(orders[2].resend_gradients.empty()); // a first stage sends no gradients
+  CHECK(orders[2].resend_activations == std::vector<int>{1}); // 0 was FRC'd
+  CHECK(orders[3].delivered_gradients.empty());
+}
+
+TEST_CASE("after an interruption a stage's pipelines take the gradient sum from one "
+          "that has it\\, sum again when none has\\, and say when it is lost",
+          "[actors][plan]") {
+  // Two pipelines of two stages: coordinates 0 1 | 2 3.
+  auto with = [](std::vector<int> complete) {
+    std::vector<std::optional<stage_progress>> progress(4);
+    for (int c = 0; c < 4; ++c) {
+      stage_progress p;
+      p.stage = c;
+      p.step = 6;
+      p.complete = std::find(complete.begin(), complete.end(), c) != complete.end();
+      progress[c] = p;
+    }
+    return progress;
+  };
+  // Stage 1: pipeline 0 has the sum, pipeline 1's owner restarted on its replica.
+  auto sums = plan_sums(with({0, 1, 2}), {3}, {false, false, false, false}, 6, 2);
+  REQUIRE(sums.size() == 2);
+  CHECK(sums[0].source == -1); // stage 0: nobody needs it
+  CHECK(sums[1].source == 0);
+  CHECK(sums[1].targets == std::vector<int>{1});
+  CHECK(sums[1].fatal.empty());
+  // Nobody has stage 1's sum: it is made again.
+  sums = plan_sums(with({0, 2}), {3}, {false, false, false, false}, 6, 2);
+  CHECK(sums[1].source == -1);
+  CHECK(sums[1].fatal.empty());
+  // Pipeline 1 committed stage 1 and its node went; pipeline 0's owner was lost
+  // before its commit: nobody holds pipeline 1's gradients nor the sum.
+  sums = plan_sums(with({0, 2}), {1, 3}, {false, false, false, true}, 6, 2);
+  CHECK(sums[1].fatal.find("stage 1's gradient sum of step 6 is lost") !=
+        std::string::npos);
+  // One pipeline: no sums at all.
+  sums = plan_sums(with({}), {1}, {false, false, false, false}, 6, 1);
+  for (const auto& s : sums)
+    CHECK(s.source == -1);
 }
