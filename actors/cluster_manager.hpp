@@ -52,6 +52,9 @@ struct manager_spec {
   std::shared_ptr<checkpoint_writer> replans;
   int standby = 0;
   depth_range depths; // the depths the run allows (zeros: cfg.stages)
+  // --pipelines auto: a new plan adds a pipeline when standby members can
+  // form one, or drops one when a node runs two stages and none is standby.
+  bool auto_pipelines = false;
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error

@@ -86,9 +86,7 @@ std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
 // After a rollback: as many whole pipelines of S stages as the survivors hold
 // (sharing the micro-batches equally), else one pipeline of a stage each.
 void rollback_shape(train_config& cfg, int alive, const depth_range& depths) {
-  int pipelines = alive / cfg.stages;
-  while (pipelines > 1 && cfg.micro_batches() % pipelines != 0)
-    --pipelines;
+  const int pipelines = fit_pipelines(alive, cfg.stages, cfg.micro_batches());
   if (cfg.pipelines > 1 && pipelines >= 1) {
     cfg.pipelines = pipelines;
     return;

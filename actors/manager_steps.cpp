@@ -75,8 +75,10 @@ void manager_state::start_owners() {
 bool manager_state::replan() {
   if (!spec_.replans || replanning_)
     return false;
-  const auto why =
+  auto why =
       replan_reason(plan_, resolve(spec_.depths, spec_.cfg.stages), standby_, ids());
+  if (why.empty() && spec_.auto_pipelines)
+    why = pipeline_reason(plan_, standby_, spec_.cfg.micro_batches(), ids());
   if (why.empty())
     return false;
   replanning_ = true;

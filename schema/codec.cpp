@@ -4,6 +4,7 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -119,6 +120,7 @@ struct writer {
     c.setData(t.data);
     c.setThreads(t.threads);
     c.setRedundancy(t.redundancy);
+    c.setPipelines(t.pipelines);
   }
   void operator()(const attach& x) {
     auto a = b.initAttach();
@@ -214,6 +216,8 @@ struct writer {
     put(r.initDeliveredActivations(n(x.delivered_activations)), x.delivered_activations);
     put(r.initDeliveredGradients(n(x.delivered_gradients)), x.delivered_gradients);
     r.setFrcEnabled(x.frc_enabled);
+    r.setSumSource(x.sum_source);
+    put(r.initSumTargets(n(x.sum_targets)), x.sum_targets);
   }
   void operator()(const shadow_link& x) { b.initShadowLink().setPresent(x.present); }
   static void put_done(wire::StageDone::Builder d, const stage_done& x) {
@@ -313,6 +317,7 @@ train_settings get_config(wire::TrainConfig::Reader c) {
   t.data = c.getData().cStr();
   t.threads = c.getThreads();
   t.redundancy = c.getRedundancy().cStr();
+  t.pipelines = std::max<std::uint32_t>(1, c.getPipelines()); // 0: an older writer
   return t;
 }
 
@@ -468,7 +473,9 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
                   get(r.getResendGradients()),
                   get(r.getDeliveredActivations()),
                   get(r.getDeliveredGradients()),
-                  r.getFrcEnabled()};
+                  r.getFrcEnabled(),
+                  r.getSumSource(),
+                  get(r.getSumTargets())};
   }
   case wire::Frame::Body::SHADOW_LINK: return shadow_link{b.getShadowLink().getPresent()};
   case wire::Frame::Body::COMMITTED: return get_done<committed>(b.getCommitted());

@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 5;
+inline constexpr std::uint16_t minor_version = 7;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -117,6 +117,7 @@ struct train_settings {
   std::string data;
   std::uint32_t threads = 1;
   std::string redundancy;
+  std::uint32_t pipelines = 1; // 1.7
 };
 
 struct assign {
@@ -158,6 +159,8 @@ struct resume {
   std::vector<std::uint32_t> resend_activations, resend_gradients;
   std::vector<std::uint32_t> delivered_activations, delivered_gradients;
   bool frc_enabled = false;
+  std::int32_t sum_source = -1;           // 1.7
+  std::vector<std::uint32_t> sum_targets; // 1.7
 };
 
 struct shadow_link {

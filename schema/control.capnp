@@ -5,7 +5,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 6;
+const minorVersion :UInt16 = 7;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -127,6 +127,7 @@ struct TrainConfig {
   data @21 :Text;
   threads @22 :UInt32;
   redundancy @23 :Text;    # "off", "lazy" or "eager"
+  pipelines @24 :UInt32;   # 1.7: data-parallel pipelines (0 from older writers: 1)
 }
 
 # Sets up a node: its stage, the replica it holds, the run's configuration.
@@ -176,6 +177,8 @@ struct Resume {
   deliveredActivations @4 :List(UInt32);
   deliveredGradients @5 :List(UInt32);
   frcEnabled @6 :Bool;
+  sumSource @7 :Int32 = -1;     # 1.7: the pipeline with the step's gradient sum
+  sumTargets @8 :List(UInt32);  # 1.7: the pipelines it sends the sum to
 }
 
 # Whether a stage's replica exists: the owner sends it its gradients.

@@ -17,13 +17,19 @@ caf::expected<assignment_inputs> take_assignment(const schema::assign& a) {
   assignment_inputs in;
   in.cfg = *cfg;
   in.parts = partition(layer_costs(cfg->model), cfg->stages);
-  const auto stages = static_cast<std::int64_t>(in.parts.size());
-  if (static_cast<std::int64_t>(a.stage) >= stages || a.shadow_stage >= stages ||
-      a.shadow_stage < -1)
+  // Stages are named p*S+s across pipelines (just s with one); the replica is
+  // of the same pipeline.
+  const std::int64_t stages = static_cast<std::int64_t>(in.parts.size());
+  const std::int64_t named = stages * cfg->pipelines;
+  const std::int64_t c = a.stage, r = a.shadow_stage;
+  if (c >= named || r >= named || r < -1 || (r >= 0 && r / stages != c / stages))
     return make_error(errc::invalid_config,
                       "stage " + std::to_string(a.stage) + " (replica " +
                           std::to_string(a.shadow_stage) + ") of a run of " +
-                          std::to_string(stages) + " stages");
+                          std::to_string(stages) + " stages" +
+                          (cfg->pipelines > 1
+                               ? " in " + std::to_string(cfg->pipelines) + " pipelines"
+                               : std::string()));
   in.corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
   if (!in.corpus)
     return make_error(errc::invalid_config, problem);
@@ -34,11 +40,12 @@ caf::expected<assignment_inputs> take_assignment(const schema::assign& a) {
     in.resume = *at;
   }
   in.node.node = static_cast<int>(a.node);
-  in.node.stage = static_cast<int>(a.stage);
-  in.node.range = in.parts.at(a.stage);
-  in.node.shadow_stage = a.shadow_stage;
-  if (a.shadow_stage >= 0)
-    in.node.shadow_range = in.parts.at(static_cast<std::size_t>(a.shadow_stage));
+  in.node.pipeline = static_cast<int>(c / stages);
+  in.node.stage = static_cast<int>(c % stages);
+  in.node.range = in.parts.at(static_cast<std::size_t>(in.node.stage));
+  in.node.shadow_stage = r < 0 ? -1 : static_cast<int>(r % stages);
+  if (r >= 0)
+    in.node.shadow_range = in.parts.at(static_cast<std::size_t>(in.node.shadow_stage));
   return in;
 }
 

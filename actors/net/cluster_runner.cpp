@@ -73,17 +73,21 @@ public:
   node_handles spawn(caf::local_actor* manager, const node_assignment& a) override {
     node_handles h;
     h.group = std::make_shared<node_group>();
-    auto ps = proxy_spec(a.node, schema::target::stage, a.stage);
+    // On the wire (and to the proxies) stages are named p*S+s.
+    const int first = a.pipeline * cfg_.stages;
+    const int stage = first + a.stage;
+    const int shadow = a.shadow_stage < 0 ? -1 : first + a.shadow_stage;
+    auto ps = proxy_spec(a.node, schema::target::stage, stage);
     ps.assign = schema::assign{static_cast<std::uint32_t>(a.node),
-                               static_cast<std::uint32_t>(a.stage),
-                               a.shadow_stage,
+                               static_cast<std::uint32_t>(stage),
+                               shadow,
                                generation_,
                                to_settings(cfg_),
                                resume_};
     h.stage = spawn_stage_proxy(manager, ps);
-    if (a.shadow_stage >= 0)
-      h.shadow = spawn_stage_proxy(
-          manager, proxy_spec(a.node, schema::target::shadow, a.shadow_stage));
+    if (shadow >= 0)
+      h.shadow =
+          spawn_stage_proxy(manager, proxy_spec(a.node, schema::target::shadow, shadow));
     return h;
   }
   shadow_sync sync() const override { return shadow_sync::transport; }
@@ -142,27 +146,37 @@ void update_members(caf::scoped_actor& self, std::vector<member>& members) {
         caf::after(std::chrono::milliseconds(0)) >> [&] { more = false; });
 }
 
-// The plan's members: the first `stages` live ones, placed around the ring so
-// that no stage's replica is in its zone where the zones allow it.
-std::vector<member> plan_members(const std::vector<member>& live, int stages) {
-  const std::vector<member> first(live.begin(), live.begin() + stages);
-  std::vector<std::string> zones;
-  for (const auto& m : first)
-    zones.push_back(m.zone);
-  const auto ring = zone_ring(zones);
+// The plan's members: the first P x S live ones, pipeline by pipeline, each
+// pipeline's placed around its ring so that no stage's replica is in its zone
+// where the zones allow it.
+std::vector<member> plan_members(const std::vector<member>& live, int pipelines,
+                                 int stages) {
   std::vector<member> out;
   std::string placed;
-  for (int i : ring) {
-    placed += (out.empty() ? "" : ", ") + std::string("stage ") +
-              std::to_string(out.size()) + " on node " + std::to_string(first[i].id) +
-              " (zone " + first[i].zone + ")";
-    out.push_back(first[i]);
+  int shared = 0;
+  bool one_zone = true;
+  for (int p = 0; p < pipelines; ++p) {
+    const std::vector<member> first(live.begin() + p * stages,
+                                    live.begin() + (p + 1) * stages);
+    std::vector<std::string> zones;
+    for (const auto& m : first) {
+      zones.push_back(m.zone);
+      one_zone = one_zone && m.zone == live.front().zone;
+    }
+    const auto ring = zone_ring(zones);
+    shared += same_zone_neighbours(zones, ring);
+    for (int i : ring) {
+      placed += (out.empty() ? "" : ", ") + std::string("stage ") +
+                std::to_string(out.size()) + " on node " + std::to_string(first[i].id) +
+                " (zone " + first[i].zone + ")";
+      out.push_back(first[i]);
+    }
   }
   // One zone (the default for all): nothing to place, nothing to say.
-  if (std::all_of(zones.begin(), zones.end(), [&](auto& z) { return z == zones[0]; }))
+  if (one_zone)
     return out;
   auto logger = log::get("bamboo.manager");
-  if (const int shared = same_zone_neighbours(zones, ring); shared > 0)
+  if (shared > 0)
     logger->warn("{} stage(s) have their replica in their own zone: too many nodes in "
                  "one zone",
                  shared);
@@ -182,6 +196,15 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 2))
     return make_error(errc::invalid_config, *bad);
   const auto depths = resolve(opts.depths, cfg.stages);
+  if (cfg.pipelines > 1 && (depths.min != cfg.stages || depths.max != cfg.stages))
+    return make_error(errc::invalid_config,
+                      "--min-stages and --max-stages re-partition one pipeline: they "
+                      "cannot be combined with --pipelines above 1");
+  if (opts.workers > 0 && opts.workers < cfg.coordinates())
+    return make_error(errc::invalid_config,
+                      "--workers " + std::to_string(opts.workers) +
+                          " cannot hold --pipelines " + std::to_string(cfg.pipelines) +
+                          " x --stages " + std::to_string(cfg.stages));
   std::string problem;
   // Every worker loads the data itself; fail here first if it cannot be read.
   auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
@@ -221,7 +244,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                                                    std::to_string(opts.port) + ": " +
                                                    sys.render(bound.error()));
   }
-  const int wanted = opts.workers > 0 ? opts.workers : cfg.stages;
+  const int wanted = opts.workers > 0 ? opts.workers : cfg.coordinates();
   log::get("bamboo.gateway")
       ->info("listening on {}:{}; waiting for {} workers", opts.bind, *bound, wanted);
   if (opts.on_listening)
@@ -256,8 +279,9 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (opts.on_started)
     opts.on_started();
   for (;;) {
-    const auto in_plan = plan_members(live, run_cfg.stages);
-    auto standby = [&] { return static_cast<int>(live.size()) - run_cfg.stages; };
+    const auto in_plan = plan_members(live, run_cfg.pipelines, run_cfg.stages);
+    const int planned = run_cfg.coordinates();
+    auto standby = [&] { return static_cast<int>(live.size()) - planned; };
     manager_spec spec;
     spec.cfg = run_cfg;
     spec.parts = partition(layer_costs(run_cfg.model), run_cfg.stages);
@@ -277,6 +301,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     spec.injector = announced;
     spec.standby = standby();
     spec.depths = depths;
+    spec.auto_pipelines = opts.auto_pipelines;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
     // Until the plan ends: the members that join or leave meanwhile are the
@@ -297,7 +322,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
         },
         [&](lost_atom, int id) {
           lost.insert(id);
-          const auto first_standby = live.begin() + run_cfg.stages;
+          const auto first_standby = live.begin() + planned;
           if (std::any_of(first_standby, live.end(),
                           [&](const member& m) { return m.id == id; })) {
             remove_member(live, id);
@@ -319,23 +344,29 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     for (int n : r.alive)
       if (!lost.count(in_plan.at(static_cast<std::size_t>(n)).id))
         next.push_back(in_plan.at(static_cast<std::size_t>(n)));
-    next.insert(next.end(), live.begin() + run_cfg.stages, live.end());
+    next.insert(next.end(), live.begin() + planned, live.end());
     update_members(self, next);
     live = std::move(next);
     generation = r.generation + 1;
     if (replanned) {
       auto failures = replans->finish(); // the manifest is on disk
       if (failures.size() == replan_failures && static_cast<int>(live.size()) >= 2) {
-        run_cfg.stages = plan_depth(static_cast<int>(live.size()), depths);
+        const int n = static_cast<int>(live.size());
+        if (opts.auto_pipelines)
+          run_cfg.pipelines =
+              std::max(1, fit_pipelines(n, cfg.stages, cfg.micro_batches()));
+        run_cfg.stages = run_cfg.pipelines > 1
+                             ? cfg.stages
+                             : plan_depth(n / run_cfg.pipelines, depths);
         first_step = r.replanned_at;
         resume = checkpoint_step_dir(replans->dir(), first_step);
         first_event = "re-planned: " + r.replan_reason;
         ++total.replans;
         log_manager->info(
-            "a new plan from step {} on {} workers, {} stages ({} standby): "
-            "{}",
-            first_step, live.size(), run_cfg.stages,
-            static_cast<int>(live.size()) - run_cfg.stages, r.replan_reason);
+            "a new plan from step {} on {} workers, {} pipeline(s) of {} stages ({} "
+            "standby): {}",
+            first_step, live.size(), run_cfg.pipelines, run_cfg.stages,
+            static_cast<int>(live.size()) - run_cfg.coordinates(), r.replan_reason);
         if (opts.on_replan)
           opts.on_replan(first_step, r.replan_reason);
         continue;
@@ -350,11 +381,13 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     if (auto f = writer->finish(); !f.empty())
       log_manager->warn("{} checkpoint(s) failed", f.size());
-    if (static_cast<int>(live.size()) < cfg.stages && opts.replacement_wait.count() > 0) {
+    if (static_cast<int>(live.size()) < cfg.coordinates() &&
+        opts.replacement_wait.count() > 0) {
       log_manager->info("{} of {} workers left: waiting up to {} ms for new ones",
-                        live.size(), cfg.stages, opts.replacement_wait.count());
-      if (auto more = await_members(self, cfg.stages - static_cast<int>(live.size()),
-                                    opts.replacement_wait))
+                        live.size(), cfg.coordinates(), opts.replacement_wait.count());
+      if (auto more =
+              await_members(self, cfg.coordinates() - static_cast<int>(live.size()),
+                            opts.replacement_wait))
         live.insert(live.end(), more->begin(), more->end());
       else
         update_members(self, live);
@@ -365,7 +398,15 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                                " worker(s) left, 2 are needed to go on");
       break;
     }
-    run_cfg.stages = std::min(depths.max, static_cast<int>(live.size()));
+    {
+      // As many whole pipelines as the survivors hold, else one pipeline of a
+      // stage each.
+      const int n = static_cast<int>(live.size());
+      const int fit = fit_pipelines(n, cfg.stages, cfg.micro_batches());
+      run_cfg.pipelines = cfg.pipelines > 1 || opts.auto_pipelines ? std::max(1, fit) : 1;
+      run_cfg.stages =
+          fit >= 1 && run_cfg.pipelines > 1 ? cfg.stages : std::min(depths.max, n);
+    }
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
       failure = point.error();

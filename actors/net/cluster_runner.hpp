@@ -51,6 +51,11 @@ struct cluster_options {
   // a node running two stages re-partitions the layers over the live workers,
   // down to depths.min stages; standby workers deepen it again, up to depths.max.
   depth_range depths;
+  // --pipelines auto: each plan runs as many pipelines of cfg.stages as its
+  // workers hold (cfg.pipelines is the first plan's), and a new plan adds one
+  // when standby workers can form it, or drops one when a node runs two stages
+  // and none is standby. Else every plan runs cfg.pipelines.
+  bool auto_pipelines = false;
   bool collect_digests = false; // the workers' final state digests into the result
   // Checkpoints as in embedded mode; every worker writes its stage's file into
   // `dir` (one directory that every process reaches), this process the

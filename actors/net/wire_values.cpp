@@ -33,6 +33,7 @@ schema::train_settings to_settings(const train_config& cfg) {
   s.data = cfg.data;
   s.threads = u(cfg.threads);
   s.redundancy = to_string(cfg.redundancy);
+  s.pipelines = u(cfg.pipelines);
   return s;
 }
 
@@ -82,6 +83,7 @@ std::optional<train_config> from_settings(const schema::train_settings& s,
   cfg.seed = s.seed;
   cfg.data = s.data;
   cfg.threads = i(s.threads);
+  cfg.pipelines = i(s.pipelines);
   if (auto bad = validate(cfg)) {
     problem = *bad;
     return std::nullopt;
@@ -132,7 +134,9 @@ schema::resume to_frame(const resume_order& o) {
           to_u32(o.resend_gradients),
           to_u32(o.delivered_activations),
           to_u32(o.delivered_gradients),
-          o.frc_enabled};
+          o.frc_enabled,
+          o.sum_source,
+          to_u32(o.sum_targets)};
 }
 
 resume_order from_frame(const schema::resume& r) {
@@ -144,6 +148,8 @@ resume_order from_frame(const schema::resume& r) {
   o.delivered_activations = to_int(r.delivered_activations);
   o.delivered_gradients = to_int(r.delivered_gradients);
   o.frc_enabled = r.frc_enabled;
+  o.sum_source = r.sum_source;
+  o.sum_targets = to_int(r.sum_targets);
   return o;
 }
 

@@ -290,11 +290,11 @@ private:
     registry_ =
         store_port_ == 0
             ? std::make_shared<transport_registry>(
-                  in->cfg.stages,
+                  in->cfg.coordinates(),
                   std::make_shared<control_store>(caf::actor_cast<caf::actor>(self_)),
                   spec_.advertise)
-            : std::make_shared<transport_registry>(in->cfg.stages, spec_.store_host,
-                                                   store_port_, spec_.advertise);
+            : std::make_shared<transport_registry>(
+                  in->cfg.coordinates(), spec_.store_host, store_port_, spec_.advertise);
     registry_->set_timeout(spec_.transport_timeout);
     cfg_ = in->cfg;
     corpus_ = in->corpus;
@@ -423,16 +423,18 @@ private:
             [fail](caf::error& err) { fail(describe(err)); });
   }
 
-  // A new, empty replica of `stage` in this node's group; invalid when this
-  // node has no assignment yet or the stage does not exist.
+  // A new, empty replica of `stage` (p*S+s with P pipelines) in this node's
+  // group; invalid when this node has no assignment yet or the stage does not
+  // exist.
   stage_actor add_replica(int stage) {
-    if (!group_ || stage < 0 || stage >= cfg_.stages)
+    if (!group_ || stage < 0 || stage >= cfg_.coordinates())
       return {};
     stage_actor_spec sh;
     sh.cfg = cfg_;
     sh.node = node_;
+    const int s = stage % cfg_.stages;
     sh.executor = std::make_shared<stage_executor>(
-        cfg_, stage, parts_.at(static_cast<std::size_t>(stage)), corpus_);
+        cfg_, s, parts_.at(static_cast<std::size_t>(s)), corpus_, stage / cfg_.stages);
     sh.transports = registry_;
     sh.sync = shadow_sync::transport;
     sh.group = group_;

@@ -208,6 +208,40 @@ std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
   return {};
 }
 
+int fit_pipelines(int nodes, int stages, int micro_batches) {
+  int p = stages > 0 ? nodes / stages : 0;
+  while (p > 1 && micro_batches % p != 0)
+    --p;
+  return p;
+}
+
+std::string pipeline_reason(const cluster_plan& plan, int standby, int micro_batches,
+                            const std::vector<int>& ids) {
+  const int live = plan.live_nodes();
+  const int fit = fit_pipelines(live + standby, plan.stages, micro_batches);
+  if (standby > 0 && fit > plan.pipelines)
+    return std::to_string(standby) + " standby node(s) can form " +
+           std::to_string(fit - plan.pipelines) +
+           " more pipeline(s): " + std::to_string(plan.pipelines) + " -> " +
+           std::to_string(fit);
+  if (standby > 0 || plan.pipelines < 2)
+    return {};
+  for (int n = 0; n < static_cast<int>(plan.alive.size()); ++n) {
+    const auto stages = plan.stages_of(n);
+    if (!plan.alive[n] || stages.size() < 2)
+      continue;
+    std::string list;
+    for (int s : stages)
+      list += " " + std::to_string(s);
+    const int fewer = fit_pipelines(live, plan.stages, micro_batches);
+    return "node " + std::to_string(n < static_cast<int>(ids.size()) ? ids[n] : n) +
+           " runs stages" + list +
+           " and no node is standby: " + std::to_string(plan.pipelines) + " -> " +
+           std::to_string(fewer) + " pipeline(s) give every stage a node of its own";
+  }
+  return {};
+}
+
 std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done,
                                            int pipelines) {
   const int n = static_cast<int>(done.size());

@@ -96,6 +96,17 @@ int plan_depth(int live, const depth_range& r);
 std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
                           int standby, const std::vector<int>& ids = {});
 
+// How many pipelines of `stages` stages `nodes` nodes hold, sharing
+// `micro_batches` equally: the most that fit and divide them (0 when not one fits).
+int fit_pipelines(int nodes, int stages, int micro_batches);
+
+// --pipelines auto, why the cluster should get a new plan at this step
+// boundary (words as replan_reason's), or empty: Bamboo's trigger, `standby`
+// nodes can form another whole pipeline; or, with none standby, a node runs
+// two stages and one pipeline fewer gives every stage a node of its own.
+std::string pipeline_reason(const cluster_plan& plan, int standby, int micro_batches,
+                            const std::vector<int>& ids = {});
+
 // What a stage has done in the interrupted step, as the manager learns it.
 struct stage_done {
   std::set<int> forwards;

@@ -90,9 +90,9 @@ int main(int argc, char** argv) {
     std::cerr << "bamboo-manager: error: " << *problem << "\n";
     return 2;
   }
-  if (o.cfg.pipelines > 1 || o.auto_pipelines || o.nodes > 0) {
-    std::cerr << "bamboo-manager: error: --pipelines and --nodes run in embedded mode; "
-                 "worker processes train one pipeline\n";
+  if (o.nodes > 0) {
+    std::cerr << "bamboo-manager: error: --nodes is for embedded mode; workers are "
+                 "counted by --workers\n";
     return 2;
   }
   if (auto problem = check_tls(c.tls)) {
@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
   c.join_timeout = std::chrono::seconds(join_timeout_s);
   c.workers = o.workers;
   c.depths = o.run.depths;
+  c.auto_pipelines = o.auto_pipelines;
   if (app.count("--stages") == 0)
     return admit_only(c);
 
@@ -145,7 +146,7 @@ int main(int argc, char** argv) {
     return 2;
   c.on_listening = [&](std::uint16_t p) {
     std::printf("bamboo-manager: listening on %s:%u, waiting for %d workers\n",
-                c.bind.c_str(), p, o.workers > 0 ? o.workers : o.cfg.stages);
+                c.bind.c_str(), p, o.workers > 0 ? o.workers : o.cfg.coordinates());
     std::fflush(stdout);
     status::emit("listening " + std::to_string(p));
   };

@@ -195,18 +195,23 @@ std::optional<std::string> train_options::resolve_pipelines() {
   if (c.stages < 1)
     return std::nullopt; // validate() says so
   if (o_.auto_pipelines) {
-    const int nodes = o_.nodes > 0 ? o_.nodes : c.stages;
+    // Embedded: --nodes; across processes: the workers of the first plan.
+    const int nodes = o_.nodes > 0 ? o_.nodes : o_.workers > 0 ? o_.workers : c.stages;
+    const std::string given_nodes = o_.nodes > 0 ? "--nodes " : "--workers ";
     c.pipelines = nodes / c.stages;
     if (c.pipelines < 1)
-      return "--nodes " + n(nodes) + " cannot hold one pipeline of --stages " +
+      return given_nodes + n(nodes) + " cannot hold one pipeline of --stages " +
              n(c.stages);
-    if (nodes % c.stages != 0)
+    if (o_.nodes > 0 && nodes % c.stages != 0)
       o_.warnings.push_back("--pipelines auto: " + n(c.pipelines) + " pipeline(s) of " +
                             n(c.stages) + " stages on --nodes " + n(nodes) + "; " +
                             n(nodes % c.stages) +
                             " node(s) stay idle (embedded mode has no standby nodes)");
     return std::nullopt;
   }
+  if (o_.workers > 0 && o_.workers < c.coordinates())
+    return "--workers " + n(o_.workers) + " cannot hold --pipelines " + n(c.pipelines) +
+           " x --stages " + n(c.stages);
   if (o_.nodes > 0 && o_.nodes != c.coordinates())
     return "--nodes " + n(o_.nodes) + " does not hold --pipelines " + n(c.pipelines) +
            " x --stages " + n(c.stages) + " (a node per stage of each pipeline; " +
@@ -309,9 +314,8 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
   // (--stages 1 has a message of its own.)
   if (!problem && o.processes && o.cfg.stages >= 2)
     problem = check_depths(o.run.depths, o.cfg.stages, o.cfg.model.pipeline_layers(), 2);
-  if (!problem && o.processes && (o.cfg.pipelines > 1 || o.auto_pipelines || o.nodes > 0))
-    problem = "--pipelines and --nodes run in embedded mode; worker processes train "
-              "one pipeline (--workers)";
+  if (!problem && o.processes && o.nodes > 0)
+    problem = "--nodes is for embedded mode; worker processes are counted by --workers";
   if (!problem && o.processes && app.count("--transport") > 0 &&
       o.run.transport == transport_kind::local)
     problem = "--transport local hands tensors over inside one process; worker "

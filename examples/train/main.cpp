@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     lc.manager_args = std::move(args);
     lc.workers = lc.trace            ? lc.trace->initial_workers()
                  : opts->workers > 0 ? opts->workers
-                                     : cfg.stages;
+                                     : cfg.coordinates();
     lc.global_batch = cfg.global_batch;
     for (const auto& j : opts->joins)
       lc.joins.push_back({j.step, j.count});

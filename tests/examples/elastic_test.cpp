@@ -9,8 +9,14 @@
 #include "tests/examples/process_run.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
 
+#include "actors/embedded_cluster.hpp"
+#include "model/checkpoint.hpp"
 #include "tests/run_command.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace bamboo;
 using namespace bamboo::test;
@@ -159,4 +165,89 @@ TEST_CASE("a pipeline re-partitioned to 3 stages is deepened to 4 again when a w
                        "node(s) can deepen it") >= 7);
   CHECK(r.verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
   CHECK(r.verdict.find("stage owners 0 2 3 4, shadows 4 0 2 3") != std::string::npos);
+}
+
+namespace {
+
+// The embedded fault-free run with the same plan history as a run that went
+// from one pipeline to `pipelines` at step `at`: one pipeline to step `at`
+// (its checkpoint there), then `pipelines` from that checkpoint on.
+reference pipelines_from(const train_config& cfg, long at, int pipelines) {
+  scratch_dir ckpt;
+  run_options o;
+  o.checkpoints.dir = ckpt.path();
+  o.checkpoints.every = static_cast<int>(at);
+  auto first = run_embedded(cfg, o);
+  REQUIRE(first);
+  // Only the checkpoint of step `at` stays: the resume takes the newest.
+  namespace fs = std::filesystem;
+  for (const auto& e : fs::directory_iterator(ckpt.path()))
+    if (e.path().filename() !=
+            fs::path(checkpoint_step_dir(ckpt.path(), at)).filename() &&
+        e.path().filename().string().rfind("step-", 0) == 0)
+      fs::remove_all(e.path());
+  auto second_cfg = cfg;
+  second_cfg.pipelines = pipelines;
+  run_options resume;
+  resume.checkpoints.dir = ckpt.path();
+  resume.checkpoints.resume = true;
+  resume.collect_digests = true;
+  auto second = run_embedded(second_cfg, resume);
+  REQUIRE(second);
+  reference out;
+  for (long k = 0; k < at; ++k)
+    out.losses.push_back(first->steps.at(static_cast<std::size_t>(k)).loss);
+  for (const auto& s : second->steps)
+    out.losses.push_back(s.loss);
+  for (const auto& d : second->digests) {
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(d.digest));
+    out.digests[d.name] = hex;
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("with --pipelines auto two kills are covered by standby workers\\, and four "
+          "that join bring the cluster to 8 nodes and 2 pipelines at a step boundary: "
+          "losses and state bit for bit those of the same plan history",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(105);
+  cfg.steps = 300; // time for four new workers to start on 2 busy cores
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  process_run run(cfg, "pipelines",
+                  {"--workers", "6", "--pipelines", "auto", "--preempt", "node=1@step=3",
+                   "--preempt", "node=3@step=4", "--join", "step=10,count=4", "--ledger",
+                   ledger});
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  const auto m = read_metrics(run.metrics);
+  CHECK(log.find("2 preemption(s) survived") != std::string::npos);
+  const long widened =
+      first_event(m, "re-planned: 4 standby node(s) can form 1 more pipeline(s): 1 -> 2");
+  REQUIRE(widened >= 11); // not before the boundary after the workers started
+  CHECK(log.find("a new plan from step " + std::to_string(widened) +
+                 " on 8 workers, 2 pipeline(s) of 4 stages (0 standby)") !=
+        std::string::npos);
+  // One pipeline's losses up to there are the one-pipeline run's; from there on
+  // within 1e-5 of them (another order of one sum), and bit for bit those of the
+  // same plan history.
+  const auto one = embedded_reference(cfg);
+  REQUIRE(m.losses.size() == one.losses.size());
+  for (long k = 0; k < static_cast<long>(m.losses.size()); ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    if (k < widened)
+      CHECK(m.losses[i] == one.losses[i]);
+    else
+      CHECK(std::abs(m.losses[i] - one.losses[i]) <= 1e-5 * std::abs(one.losses[i]));
+  }
+  const auto same_history = pipelines_from(cfg, widened, 2);
+  check_losses(m, same_history);
+  check_state(run.digests, same_history);
+  const auto verdict = verify_ledger(ledger);
+  CHECK(verdict.find("300 steps stand, 0 rolled back") != std::string::npos);
 }

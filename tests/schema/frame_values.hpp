@@ -60,7 +60,8 @@ inline auto fields(const train_settings& x) {
   return std::tie(x.model, x.layers, x.d_model, x.heads, x.seq_len, x.vocab, x.mlp_ratio,
                   x.dropout, x.lr, x.min_lr_ratio, x.warmup_steps, x.beta1, x.beta2,
                   x.eps, x.weight_decay, x.clip_norm, x.stages, x.micro_batch,
-                  x.global_batch, x.steps, x.seed, x.data, x.threads, x.redundancy);
+                  x.global_batch, x.steps, x.seed, x.data, x.threads, x.redundancy,
+                  x.pipelines);
 }
 inline bool operator==(const train_settings& a, const train_settings& b) {
   return fields(a) == fields(b);
@@ -83,7 +84,8 @@ inline auto fields(const progress_report& x) {
 }
 inline auto fields(const resume& x) {
   return std::tie(x.generation, x.step, x.resend_activations, x.resend_gradients,
-                  x.delivered_activations, x.delivered_gradients, x.frc_enabled);
+                  x.delivered_activations, x.delivered_gradients, x.frc_enabled,
+                  x.sum_source, x.sum_targets);
 }
 inline auto fields(const shadow_link& x) {
   return std::tie(x.present);
@@ -169,6 +171,7 @@ inline train_settings sample_settings() {
   s.data = "/data/tokens.bin";
   s.threads = 2;
   s.redundancy = "eager";
+  s.pipelines = 2;
   return s;
 }
 
@@ -200,7 +203,7 @@ inline std::vector<frame> every_kind() {
       run_step{18, 19},
       progress_request{20, 21},
       progress_report{22, 1, 23, {0, 1}, {0}, {1}, true, rep},
-      resume{24, 25, {1}, {2, 3}, {4}, {5, 6}, true},
+      resume{24, 25, {1}, {2, 3}, {4}, {5, 6}, true, 1, {0, 2}},
       shadow_link{true},
       done(26, 27, 2, committed{}),
       done(28, 29, 1, synced{}),
