@@ -160,8 +160,8 @@ void run_report::summary(const run_result& r) const {
     for (std::size_t s = 0; s < last.owners.size(); ++s) {
       // Several pipelines: owners are listed p*S+s.
       const std::size_t per = static_cast<std::size_t>(cfg.stages);
-      const bool many =
-          cfg.pipelines > 1 && last.owners.size() > per && last.owners.size() % per == 0;
+      const bool many = (cfg.pipelines > 1 || o_.auto_pipelines) &&
+                        last.owners.size() > per && last.owners.size() % per == 0;
       where += (s ? ", " : "") +
                (many ? "pipeline " + std::to_string(s / per) + " stage " +
                            std::to_string(s % per)
