@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -105,6 +106,38 @@ double embedded_step_seconds(const train_config& c) {
   return median(times);
 }
 
+// P=2 x S=2 against P=1 x S=2 on the benchmark GPT (G=32, M=8): twice the
+// stage threads for the same samples. The bound on this machine's cores: one
+// pipeline keeps its 2 threads busy but for its bubbles (M/(M+S-1)), which a
+// second pipeline can fill at most, so P=2 can be at most (M+S-1)/M faster
+// when there are no more cores than one pipeline's stages.
+int compare_pipelines(int rounds) {
+  auto one = bench_config(2);
+  one.steps = 8;
+  auto two = one;
+  two.pipelines = 2;
+  std::vector<double> t1, t2, ratio;
+  for (int round = 0; round < rounds; ++round) {
+    t1.push_back(embedded_step_seconds(one));
+    t2.push_back(embedded_step_seconds(two));
+    ratio.push_back(t1.back() / t2.back());
+  }
+  const int m = one.micro_batches(), s = one.stages;
+  const unsigned cores = std::thread::hardware_concurrency();
+  std::printf("model: gpt, %d blocks, d_model %d, seq %d; G=%d m=%d (M=%d); 1 thread per "
+              "stage; %u cores\n",
+              one.model.layers, one.model.d_model, one.model.seq_len, one.global_batch,
+              one.micro_batch, m, cores);
+  std::printf("step times, warm-up excluded, medians of each run's steps:\n");
+  std::printf("  P=1 x S=2 (2 stage threads):   %s\n", bench::spread(t1).c_str());
+  std::printf("  P=2 x S=2 (4 stage threads):   %s\n", bench::spread(t2).c_str());
+  std::printf("per round P=2 / P=1 throughput: %s\n", bench::spread(ratio, "").c_str());
+  std::printf("ratio P=2 / P=1 throughput:     %.3f  (bound with 2 cores (M+S-1)/M = "
+              "%.3f; with 4 cores, 1F1B alone: (M+S-1)/(M/2+S-1) = %.3f)\n",
+              median(ratio), double(m + s - 1) / m, double(m + s - 1) / (m / 2 + s - 1));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -114,10 +147,18 @@ int main(int argc, char** argv) {
   std::string profile_out;
   app.add_option("--profile-out", profile_out,
                  "write the measured S=2 step time as a bamboo-sim profile");
+  bool pipelines = false;
+  app.add_flag("--pipelines", pipelines,
+               "instead: the throughput of 2 data-parallel pipelines of 2 stages over "
+               "one pipeline of 2 stages, same global batch");
+  int rounds = 5;
+  app.add_option("--rounds", rounds, "interleaved rounds")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   log::set_level("warn");
   if (openblas_set_num_threads)
     openblas_set_num_threads(1);
+  if (pipelines)
+    return compare_pipelines(rounds);
   const auto c1 = bench_config(1), c2 = bench_config(2);
   std::vector<double> plain, torch_plain, s1, s2;
   for (int round = 0; round < 5; ++round) {

@@ -9,13 +9,21 @@
 //               snapshot's wall time plus the writers' CPU time per step over
 //               the step time (the cost if no core were ever idle);
 //   failover    failover latency, from the kill to the completion of the step
-//               it hit, next to the fault-free step time of the same runs.
-// `--part` picks one (all three take 10-20 minutes on 2 cores).
+//               it hit, next to the fault-free step time of the same runs;
+//   bubbles     eager / off throughput at S=2 and S=4 (M=8) next to its bound
+//               on this machine's cores: the idle core time of the off
+//               schedule (cores x step time - the process's CPU time in the
+//               step, measured) against the work eager adds (its CPU time
+//               over off's): eager cannot beat max(T_off, CPU_eager / cores).
+// `--part` picks one (all four take 15-25 minutes on 2 cores).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
+
+#include <sys/resource.h>
 
 #include "examples/cluster/parse_or_exit.hpp"
 
@@ -194,13 +202,77 @@ bool failover(const bench_options& b) {
   return true;
 }
 
+// The process's CPU time (every thread: stages, shadows, the manager), seconds.
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto sec = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
+struct step_costs {
+  double wall = 0, cpu = 0; // medians per step, warm-up left out
+};
+
+// One run's step times and the CPU time the process spent in each step (from
+// one step's commit to the next's).
+step_costs measure_steps(const train_config& c) {
+  std::vector<double> wall, cpu;
+  double last = -1;
+  run_options o;
+  o.on_step = [&](const step_record& r) {
+    const double now = process_cpu_seconds();
+    if (r.step >= warmup_steps && last >= 0) {
+      wall.push_back(r.seconds);
+      cpu.push_back(now - last);
+    }
+    last = now;
+  };
+  run(c, o);
+  return {median(wall), median(cpu)};
+}
+
+void bubbles(const bench_options& b) {
+  const double cores = std::thread::hardware_concurrency();
+  for (int stages : {2, 4}) {
+    std::vector<double> ratio, bound, idle_share, added_share;
+    step_costs off_last, eager_last;
+    for (int round = 0; round < b.rounds; ++round) {
+      auto off_cfg = bench_config(redundancy_mode::off, b.steps);
+      off_cfg.stages = stages;
+      auto eager_cfg = off_cfg;
+      eager_cfg.redundancy = redundancy_mode::eager;
+      const auto off = measure_steps(off_cfg), eager = measure_steps(eager_cfg);
+      ratio.push_back(off.wall / eager.wall);
+      bound.push_back(std::min(1.0, cores * off.wall / eager.cpu));
+      idle_share.push_back((cores * off.wall - off.cpu) / (cores * off.wall));
+      added_share.push_back((eager.cpu - off.cpu) / (cores * off.wall));
+      off_last = off;
+      eager_last = eager;
+    }
+    std::printf("S=%d, M=%d, %.0f cores:\n", stages,
+                bench_config(redundancy_mode::off, b.steps).micro_batches(), cores);
+    std::printf("  idle core time in off's step (share of cores x step): %s\n",
+                bench::spread(idle_share, "").c_str());
+    std::printf("  work eager adds (its CPU time - off's, same share):   %s\n",
+                bench::spread(added_share, "").c_str());
+    std::printf("  throughput eager / off: %s\n", bench::spread(ratio, "").c_str());
+    std::printf("  its bound min(1, cores x T_off / CPU_eager): %s\n",
+                bench::spread(bound, "").c_str());
+    const double gap = median(bound) - median(ratio);
+    std::printf("  eager / off %.3f against bound %.3f: %.1f points below it (goal <= 5, "
+                "%s)\n",
+                median(ratio), median(bound), 100 * gap, gap <= 0.05 ? "met" : "MISSED");
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   bench_options b;
   CLI::App app{"bamboo-bench-redundancy: what redundancy, checkpoints and failover cost"};
-  app.add_option("--part", b.part, "throughput, checkpoint, failover or all")
-      ->check(CLI::IsMember({"throughput", "checkpoint", "failover", "all"}))
+  app.add_option("--part", b.part, "throughput, checkpoint, failover, bubbles or all")
+      ->check(CLI::IsMember({"throughput", "checkpoint", "failover", "bubbles", "all"}))
       ->capture_default_str();
   app.add_option("--rounds", b.rounds, "interleaved rounds per figure")
       ->check(CLI::Range(1, 1000))
@@ -228,5 +300,7 @@ int main(int argc, char** argv) {
     return 1;
   if ((all || b.part == "failover") && !failover(b))
     return 1;
+  if (all || b.part == "bubbles")
+    bubbles(b);
   return 0;
 }

@@ -209,7 +209,7 @@ std::optional<std::string> train_options::resolve_pipelines() {
                             " node(s) stay idle (embedded mode has no standby nodes)");
     return std::nullopt;
   }
-  if (o_.workers > 0 && o_.workers < c.coordinates())
+  if (c.pipelines > 1 && o_.workers > 0 && o_.workers < c.coordinates())
     return "--workers " + n(o_.workers) + " cannot hold --pipelines " + n(c.pipelines) +
            " x --stages " + n(c.stages);
   if (o_.nodes > 0 && o_.nodes != c.coordinates())

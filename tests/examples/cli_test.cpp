@@ -113,7 +113,7 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
                  "cannot be combined with --pipelines above 1");
   check_rejected("--processes --stages 4 --pipelines 3 --workers 4",
                  "--workers 4 cannot hold --pipelines 3 x --stages 4");
-  check_rejected("--processes --stages 2 --nodes 4", "--nodes is for embedded mode");
+  check_rejected("--processes --stages 2 --nodes 2", "--nodes is for embedded mode");
 }
 
 TEST_CASE("bamboo-train stops with status 3 when neighbours die in one step",
