@@ -100,6 +100,9 @@ void rollback_shape(train_config& cfg, int alive, const depth_range& depths) {
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
   if (auto problem = validate(cfg))
     return make_error(errc::invalid_config, *problem);
+  if (cfg.custom_model) // one micro-batch through every layer and the loss
+    if (auto bad = check_model(*cfg.custom_model, cfg))
+      return make_error(errc::invalid_config, *bad);
   const int nodes = cfg.coordinates(); // a node per stage of each pipeline
   for (const auto& p : opts.preemptions)
     if (p.node < 0 || p.node >= nodes)
@@ -109,7 +112,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
                             std::to_string(nodes - 1) + ")");
   if (opts.preempt_rate < 0)
     return make_error(errc::invalid_config, "--preempt rate must not be negative");
-  if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 1))
+  if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model_layers(), 1))
     return make_error(errc::invalid_config, *bad);
   const auto depths = resolve(opts.depths, cfg.stages);
   if (cfg.pipelines > 1 && (depths.min != cfg.stages || depths.max != cfg.stages))
@@ -117,9 +120,13 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
                       "--min-stages and --max-stages re-partition one pipeline: they "
                       "cannot be combined with --pipelines above 1");
   std::string problem;
-  auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
-  if (!corpus)
-    return make_error(errc::invalid_data, problem);
+  // A custom model brings its own data; the built-in ones read cfg.data.
+  std::shared_ptr<const token_corpus> corpus;
+  if (!cfg.custom_model) {
+    corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
+    if (!corpus)
+      return make_error(errc::invalid_data, problem);
+  }
 
   const auto& ck = opts.checkpoints;
   if (auto problem = check(ck))
@@ -180,7 +187,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     }
     manager_spec spec;
     spec.cfg = run_cfg;
-    spec.parts = partition(layer_costs(run_cfg.model), run_cfg.stages);
+    spec.parts = partition(model_of(run_cfg, corpus)->layer_costs(), run_cfg.stages);
     spec.injector = res.injector;
     spec.nodes = std::make_shared<local_nodes>(std::move(res), ids);
     spec.heartbeats = opts.heartbeats;

@@ -70,7 +70,7 @@ resume_point(const train_config& cfg, const std::string& dir,
                       what + ": the checkpoint is of step " + std::to_string(c->step) +
                           ", and --steps " + std::to_string(cfg.steps) +
                           " leaves nothing to run");
-  const auto parts = partition(layer_costs(cfg.model), cfg.stages);
+  const auto parts = partition(model_of(cfg, corpus)->layer_costs(), cfg.stages);
   for (int s = 0; s < cfg.stages; ++s) {
     auto problem = stage_executor(cfg, s, parts[s], corpus).load_checkpoint(*c);
     if (!problem.empty())

@@ -1,5 +1,7 @@
 #include "model/checkpoint.hpp"
 
+#include "model/model_definition.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -71,6 +73,11 @@ bool plain_name(const std::string& name) {
 } // namespace
 
 std::string checkpoint_config(const train_config& cfg) {
+  if (cfg.custom_model) // its own name and layer count; the trainer keeps it stable
+    return "custom " + cfg.custom_model->name() +
+           " layers=" + std::to_string(cfg.model_layers()) +
+           " seed=" + std::to_string(cfg.seed) +
+           " global_batch=" + std::to_string(cfg.global_batch);
   const auto& m = cfg.model;
   return std::string(to_string(m.kind)) + " layers=" + std::to_string(m.layers) +
          " d_model=" + std::to_string(m.d_model) + " heads=" + std::to_string(m.heads) +

@@ -34,7 +34,8 @@ std::optional<std::string> validate(const train_config& c) {
     return "--dropout must be in [0, 1), got " + std::to_string(m.dropout);
   if (c.stages < 1)
     return "--stages must be at least 1, got " + num(c.stages);
-  if (c.stages > m.pipeline_layers())
+  // (A custom model's layers are counted by check_model.)
+  if (!c.custom_model && c.stages > m.pipeline_layers())
     return "--stages " + num(c.stages) + " exceeds the model's " +
            num(m.pipeline_layers()) + " pipeline layers (" + num(m.layers) +
            " blocks + embedding + head)";

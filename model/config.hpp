@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -46,8 +47,12 @@ struct optimizer_config {
   double clip_norm = 1.0; // global-norm clipping; 0 disables it
 };
 
+class model_definition;
+
 struct train_config {
-  model_config model;
+  model_config model; // the built-in model (GPT or BERT), unless custom_model
+  // A trainer's own model (model/model_definition.hpp); null: model's.
+  std::shared_ptr<const model_definition> custom_model;
   optimizer_config optim;
   int stages = 1;    // per pipeline
   int pipelines = 1; // data-parallel pipelines; each takes M / P micro-batches
@@ -60,6 +65,8 @@ struct train_config {
   redundancy_mode redundancy = redundancy_mode::lazy;
 
   int micro_batches() const { return global_batch / micro_batch; }
+  // Pipeline layers of the run's model (custom or built-in).
+  int model_layers() const;
   // A pipeline's share: pipeline p runs global micro-batches [p*Mp, (p+1)*Mp).
   int pipeline_micro_batches() const { return micro_batches() / pipelines; }
   // Stage (pipeline) p*S+s runs: the "coordinate" that names it in plans,

@@ -9,13 +9,9 @@
 #include "model/config.hpp"
 #include "model/data.hpp"
 #include "model/layers.hpp"
+#include "model/model_definition.hpp" // micro_batch
 
 namespace bamboo {
-
-struct micro_batch {
-  at::Tensor input;  // int64 token ids [m, T]
-  at::Tensor target; // int64 labels [m, T]; -100 where no loss is taken
-};
 
 // Relative compute cost of each pipeline layer (forward + backward FLOPs).
 std::vector<double> layer_costs(const model_config& cfg);

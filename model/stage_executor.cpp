@@ -11,8 +11,9 @@ namespace bamboo {
 stage_executor::stage_executor(const train_config& cfg, int stage, stage_range range,
                                std::shared_ptr<const token_corpus> corpus, int pipeline)
     : cfg_(cfg), stage_(stage), pipeline_(pipeline), range_(range),
-      corpus_(std::move(corpus)), order_(cfg.seed, sample_count(*corpus_, cfg.model)),
-      layers_(build_layers(cfg.model, cfg.seed, range.first, range.last)) {
+      corpus_(std::move(corpus)), model_(model_of(cfg, corpus_)),
+      order_(cfg.seed, model_->samples()),
+      layers_(model_->build_layers(cfg.seed, range.first, range.last)) {
   std::vector<named_tensor> params;
   for (const auto& layer : layers_)
     for (const auto& p : layer->params())
@@ -39,13 +40,23 @@ void stage_executor::begin_step(std::int64_t k) {
   sum_source_ = -1;
 }
 
-at::Tensor stage_executor::recv_buffer(const tensor_transport& t) const {
-  // Every tensor between stages is a [m, T, d_model] float activation or its
-  // gradient; network backends receive into such a buffer.
+at::Tensor stage_executor::recv_buffer(const tensor_transport& t, int layer) const {
+  // Network backends receive into a buffer of the tensor that enters `layer`
+  // (an activation, or the gradient of one).
   if (!t.needs_buffer())
     return {};
-  return at::empty({cfg_.micro_batch, cfg_.model.seq_len, cfg_.model.d_model},
-                   at::kFloat);
+  const auto spec = model_->boundary(layer, cfg_.micro_batch);
+  return at::empty(spec.shape, spec.dtype);
+}
+
+micro_batch stage_executor::batch(std::int64_t k, int j) {
+  // Global positions [k*G + j*m, + m) of the sample order, j numbered in the step.
+  std::vector<std::int64_t> samples(static_cast<std::size_t>(cfg_.micro_batch));
+  const std::int64_t base = k * static_cast<std::int64_t>(cfg_.global_batch) +
+                            std::int64_t{j} * cfg_.micro_batch;
+  for (int i = 0; i < cfg_.micro_batch; ++i)
+    samples[static_cast<std::size_t>(i)] = order_.at(base + i);
+  return model_->make_batch(samples, cfg_.seed, k, j);
 }
 
 at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
@@ -60,14 +71,14 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
     micro_batch mb;
     if (is_first() || is_last()) {
       RECORD_FUNCTION("bamboo::batch assembly", std::vector<c10::IValue>());
-      mb = make_micro_batch(cfg_, *corpus_, order_, k, global_micro_batch(j));
+      mb = batch(k, global_micro_batch(j));
     }
     in_flight f;
     at::Tensor x;
     if (is_first()) {
       x = mb.input;
     } else {
-      at::Tensor received = recv_buffer(t);
+      at::Tensor received = recv_buffer(t, range_.first);
       auto st =
           t.recv(rank_of(stage_ - 1), make_tag(k, j, tensor_kind::activation), received);
       if (!st) { // say what was being received: a test tells mid-transfer losses by it
@@ -80,7 +91,7 @@ transport_status stage_executor::forward(std::int64_t k, int j, tensor_transport
     }
     x = run_layers(k, j, x);
     if (is_last()) {
-      f.output = compute_loss(x, mb.target);
+      f.output = model_->loss(x, mb.target);
       losses_[j] = f.output.item<double>();
     } else {
       f.output = x;
@@ -109,7 +120,7 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
   if (is_last()) {
     (f.output / static_cast<double>(cfg_.micro_batches())).backward();
   } else {
-    at::Tensor grad = recv_buffer(t);
+    at::Tensor grad = recv_buffer(t, range_.last);
     auto st = t.recv(rank_of(stage_ + 1), make_tag(k, j, tensor_kind::gradient), grad);
     if (!st) {
       st.detail = "receiving gradient " + std::to_string(j) + ": " + st.detail;
@@ -134,8 +145,8 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
   f.input = activation.detach().requires_grad_(true);
   auto x = run_layers(k, j, f.input);
   if (is_last()) {
-    auto mb = make_micro_batch(cfg_, *corpus_, order_, k, global_micro_batch(j));
-    x = compute_loss(x, mb.target);
+    auto mb = batch(k, global_micro_batch(j));
+    x = model_->loss(x, mb.target);
   }
   f.output = x;
   pending_[j] = std::move(f);

@@ -119,7 +119,8 @@ private:
   transport_status forward(std::int64_t k, int j, tensor_transport& t);
   transport_status backward(std::int64_t k, int j, tensor_transport& t);
   at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
-  at::Tensor recv_buffer(const tensor_transport& t) const;
+  at::Tensor recv_buffer(const tensor_transport& t, int layer) const;
+  micro_batch batch(std::int64_t k, int j);
   transport_status sum_gradients(std::int64_t k, tensor_transport& t);
   int rank_of_pipeline(int p) const { return p * cfg_.stages + stage_; }
   int global_micro_batch(int j) const {
@@ -130,7 +131,8 @@ private:
   int stage_;
   int pipeline_;
   stage_range range_;
-  std::shared_ptr<const token_corpus> corpus_;
+  std::shared_ptr<const token_corpus> corpus_; // the built-in models' data
+  std::shared_ptr<const model_definition> model_;
   sample_order order_;
   std::vector<layer_ptr> layers_;
   std::unique_ptr<adamw> opt_;

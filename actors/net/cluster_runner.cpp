@@ -193,6 +193,11 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (cfg.stages < 2)
     return make_error(errc::invalid_config, "a cluster of processes needs 2 or more "
                                             "stages (one worker process each)");
+  if (cfg.custom_model)
+    return make_error(errc::invalid_config,
+                      "model '" + cfg.custom_model->name() +
+                          "' is a custom model: it trains in embedded mode (worker "
+                          "processes build the built-in models only)");
   if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 2))
     return make_error(errc::invalid_config, *bad);
   const auto depths = resolve(opts.depths, cfg.stages);
