@@ -32,6 +32,7 @@ struct manager_spec {
   bool collect_parameters = false; // owners' and shadows' state into the result
   bool collect_digests = false;    // their digests (works across processes too)
   std::function<void(const step_record&)> on_step; // called on the manager's thread
+  std::function<void(const failover_record&)> on_failover; // likewise, per failover
   std::shared_ptr<run_result> result;
   std::int64_t first_step = 0; // a resumed run starts at its checkpoint's step
   // A run rolled back on the same nodes goes on with newer generations, so

@@ -139,8 +139,11 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     resume = *r;
   }
   std::shared_ptr<checkpoint_writer> writer;
-  if (ck.every > 0)
+  if (ck.every > 0) {
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
+    if (opts.on_checkpoint)
+      writer->on_written(opts.on_checkpoint);
+  }
   // Re-partitions move the state through files; none without a range.
   std::optional<replan_dir> replan_files;
   std::shared_ptr<checkpoint_writer> replans;
@@ -194,6 +197,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     spec.collect_parameters = opts.collect_parameters;
     spec.collect_digests = opts.collect_digests;
     spec.on_step = opts.on_step;
+    spec.on_failover = opts.on_failover;
     spec.result = std::make_shared<run_result>();
     spec.first_step = resume ? resume->step : 0;
     spec.first_generation = generation;
@@ -236,6 +240,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
         renumber();
         first_event = "re-planned: " + r.replan_reason;
         ++total.replans;
+        if (opts.on_replan)
+          opts.on_replan(r.replanned_at, r.replan_reason);
         log::get("bamboo.manager")
             ->info("a new plan from step {} on {} nodes, {} stages: {}", r.replanned_at,
                    r.alive.size(), run_cfg.stages, r.replan_reason);

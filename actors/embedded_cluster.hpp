@@ -25,6 +25,13 @@ struct run_options {
   // With checkpoints, a loss shadows cannot cover rolls the surviving nodes
   // back to the newest checkpoint: the run goes on from `to_step`.
   std::function<void(std::int64_t to_step, const std::string& why)> on_rollback;
+  // A trainer's hooks: each failover once the step it hit has completed (its
+  // latency and recomputed work filled in), on the manager's thread; each new
+  // plan at a step boundary (a re-partition), on the caller's; each checkpoint
+  // once its manifest is on disk (its step and directory), on the writer's.
+  std::function<void(const failover_record&)> on_failover;
+  std::function<void(std::int64_t step, const std::string& why)> on_replan;
+  std::function<void(std::int64_t step, const std::string& dir)> on_checkpoint;
   std::vector<preempt_spec> preemptions; // injected kills
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
   heartbeat_policy heartbeats;

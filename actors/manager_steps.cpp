@@ -306,6 +306,8 @@ void manager_state::close_failovers(step_record& rec, clock_type::time_point now
     f.node = id(f.node);
     f.heir = id(f.heir);
     spec_.result->failovers.push_back(f);
+    if (spec_.on_failover)
+      spec_.on_failover(f);
   }
   open_failovers_.clear();
   logger_->info("step {} work per stage (forwards/backwards):{}", step_,

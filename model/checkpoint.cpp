@@ -354,10 +354,12 @@ void checkpoint_writer::run() {
     const double cpu0 = thread_cpu_seconds();
     const bool ok = write_checkpoint_manifest(dir_, m, keep_, error);
     add_checkpoint_cpu(thread_cpu_seconds() - cpu0);
-    if (ok)
+    if (ok) {
       logger->info("checkpoint of step {} written ({} files) in {}", m.step,
                    m.files.size(), dir_);
-    else
+      if (on_written_)
+        on_written_(m.step, checkpoint_step_dir(dir_, m.step));
+    } else
       logger->error("checkpoint of step {} not written: {}", m.step, error);
     lock.lock();
     busy_ = false;

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,6 +118,11 @@ public:
   void failed(std::int64_t step, const std::string& why);
   // Waits until every submitted manifest is written; returns the failures.
   std::vector<std::string> finish();
+  // Called on the writer's thread with each checkpoint whose manifest is on
+  // disk (its step and step directory); set before the first submit.
+  void on_written(std::function<void(std::int64_t step, const std::string& dir)> f) {
+    on_written_ = std::move(f);
+  }
 
 private:
   void run();
@@ -127,6 +133,7 @@ private:
   std::deque<checkpoint_manifest> queue_;
   bool busy_ = false, stop_ = false;
   std::vector<std::string> failures_;
+  std::function<void(std::int64_t, const std::string&)> on_written_;
   std::thread thread_;
 };
 

@@ -261,8 +261,11 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   }
 
   std::shared_ptr<checkpoint_writer> writer;
-  if (ck.every > 0)
+  if (ck.every > 0) {
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
+    if (opts.on_checkpoint)
+      writer->on_written(opts.on_checkpoint);
+  }
   replan_dir replan_files(ck.dir);
   if (!replan_files.problem().empty()) {
     stop_gateway();
@@ -294,6 +297,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                                                  opts.frame_limit, generation, resume);
     spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
     spec.on_step = opts.on_step;
+    spec.on_failover = opts.on_failover;
     spec.collect_digests = opts.collect_digests;
     spec.result = std::make_shared<run_result>();
     spec.first_step = first_step;

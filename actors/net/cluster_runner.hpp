@@ -69,7 +69,11 @@ struct cluster_options {
   // the first step begins.
   std::function<void(std::uint16_t port)> on_listening;
   std::function<void()> on_started;
-  std::function<void(const step_record&)> on_step; // on the manager's thread
+  std::function<void(const step_record&)> on_step;         // on the manager's thread
+  std::function<void(const failover_record&)> on_failover; // likewise
+  // A checkpoint whose manifest is on disk (its step, its directory), on the
+  // writer's thread.
+  std::function<void(std::int64_t step, const std::string& dir)> on_checkpoint;
   // The run goes on from the checkpoint of `to_step` (steps from there on are
   // undone), on the caller's thread.
   std::function<void(std::int64_t to_step, const std::string& why)> on_rollback;

@@ -28,6 +28,12 @@ std::vector<double> train(int stages, std::vector<bamboo::preempt_spec> kills) {
                 static_cast<long long>(r.step), r.loss, r.event.empty() ? "" : "  ",
                 r.event.c_str());
   };
+  opts.on_failover = [](const bamboo::failover_record& f) {
+    std::printf("custom trainer: node %d lost in step %lld, stage %d moved to node %d; "
+                "%d forwards and %d backwards recomputed, %.3f s\n",
+                f.node, static_cast<long long>(f.step), f.stage, f.heir,
+                f.recomputed_forwards, f.recomputed_backwards, f.latency_s);
+  };
   auto result = bamboo::run_embedded(cfg, opts);
   if (!result) {
     std::fprintf(stderr, "custom trainer: %s\n",

@@ -10,10 +10,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <mutex>
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
 #include "examples/custom_trainer/conv_classifier.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace bamboo;
 
@@ -104,4 +107,32 @@ TEST_CASE("a custom model with a mistake is refused by name before training", "[
   CHECK(
       refusal(c).find("--stages 5 exceeds model 'conv-classifier''s 4 pipeline layers") !=
       std::string::npos);
+}
+
+TEST_CASE("a trainer's hooks hear of each failover with its cost and of each "
+          "checkpoint once it is on disk",
+          "[model]") {
+  bamboo::test::scratch_dir dir;
+  auto c = conv_config(3);
+  c.steps = 5;
+  run_options o;
+  o.preemptions = {{2, 1, 1}};
+  o.checkpoints.dir = dir.path();
+  o.checkpoints.every = 2;
+  std::vector<failover_record> failovers;
+  std::mutex mtx;
+  std::vector<std::int64_t> written;
+  o.on_failover = [&](const failover_record& f) { failovers.push_back(f); };
+  o.on_checkpoint = [&](std::int64_t step, const std::string& at) {
+    std::lock_guard<std::mutex> guard{mtx};
+    written.push_back(step);
+    CHECK(std::filesystem::exists(std::filesystem::path(at) / "manifest.json"));
+  };
+  auto r = run_embedded(c, o);
+  REQUIRE(r);
+  REQUIRE(failovers.size() == 1);
+  CHECK(failovers[0].node == 2);
+  CHECK(failovers[0].step == 1);
+  CHECK(failovers[0].latency_s > 0);
+  CHECK(written == std::vector<std::int64_t>{2, 4});
 }
