@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     return compare_pipelines(rounds);
   const auto c1 = bench_config(1), c2 = bench_config(2);
   std::vector<double> plain, torch_plain, s1, s2;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     plain.push_back(plain_step_seconds(c1, plain_optimizer::bamboo_adamw));
     torch_plain.push_back(plain_step_seconds(c1, plain_optimizer::torch_adamw));
     s1.push_back(embedded_step_seconds(c1));
