@@ -65,7 +65,8 @@ struct train_config {
   redundancy_mode redundancy = redundancy_mode::lazy;
 
   int micro_batches() const { return global_batch / micro_batch; }
-  // Pipeline layers of the run's model (custom or built-in).
+  // Pipeline layers of the run's model (custom or built-in); defined with the
+  // model interface (model_definition.cpp), which this torch-free header only names.
   int model_layers() const;
   // A pipeline's share: pipeline p runs global micro-batches [p*Mp, (p+1)*Mp).
   int pipeline_micro_batches() const { return micro_batches() / pipelines; }
