@@ -133,11 +133,11 @@ int compare_pipelines(int rounds) {
   std::printf("per round P=2 / P=1 throughput: %s\n", bench::spread(ratio, "").c_str());
   // The bubble is not all the idle time: the stages' cost split (the layers
   // are coarse) leaves the lighter stage idle too, which a second pipeline fills.
-  std::printf("ratio P=2 / P=1 throughput:     %.3f  (filling the 1F1B bubble alone gives "
-              "(M+S-1)/M = %.3f on %u cores, the stages' imbalance more; 1F1B with a core "
-              "per stage thread: (M+S-1)/(M/2+S-1) = %.3f)\n",
-              median(ratio), double(m + s - 1) / m, cores,
-              double(m + s - 1) / (m / 2 + s - 1));
+  std::printf(
+      "ratio P=2 / P=1 throughput:     %.3f  (filling the 1F1B bubble alone gives "
+      "(M+S-1)/M = %.3f on %u cores, the stages' imbalance more; 1F1B with a core "
+      "per stage thread: (M+S-1)/(M/2+S-1) = %.3f)\n",
+      median(ratio), double(m + s - 1) / m, cores, double(m + s - 1) / (m / 2 + s - 1));
   return 0;
 }
 
