@@ -181,9 +181,11 @@ int plan_depth(int live, const depth_range& r) {
   return std::max(r.min, std::min(r.max, live));
 }
 
-std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
-                          int standby, const std::vector<int>& ids) {
-  const int live = plan.live_nodes();
+namespace {
+
+// "node N runs stages X Y": the first live node that runs two or more stages
+// (named by `ids` when given), or empty when there is none.
+std::string overloaded_node(const cluster_plan& plan, const std::vector<int>& ids) {
   for (int n = 0; n < static_cast<int>(plan.alive.size()); ++n) {
     const auto stages = plan.stages_of(n);
     if (!plan.alive[n] || stages.size() < 2)
@@ -191,9 +193,18 @@ std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
     std::string list;
     for (int s : stages)
       list += " " + std::to_string(s);
-    const std::string node =
-        "node " + std::to_string(n < static_cast<int>(ids.size()) ? ids[n] : n) +
-        " runs stages" + list;
+    return "node " + std::to_string(n < static_cast<int>(ids.size()) ? ids[n] : n) +
+           " runs stages" + list;
+  }
+  return {};
+}
+
+} // namespace
+
+std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
+                          int standby, const std::vector<int>& ids) {
+  const int live = plan.live_nodes();
+  if (const auto node = overloaded_node(plan, ids); !node.empty()) {
     if (standby > 0)
       return node + " and " + std::to_string(standby) + " standby node(s) can take one";
     if (plan.pipelines == 1 && plan.stages > depths.min && live >= depths.min)
@@ -226,20 +237,12 @@ std::string pipeline_reason(const cluster_plan& plan, int standby, int micro_bat
            std::to_string(fit);
   if (standby > 0 || plan.pipelines < 2)
     return {};
-  for (int n = 0; n < static_cast<int>(plan.alive.size()); ++n) {
-    const auto stages = plan.stages_of(n);
-    if (!plan.alive[n] || stages.size() < 2)
-      continue;
-    std::string list;
-    for (int s : stages)
-      list += " " + std::to_string(s);
-    const int fewer = fit_pipelines(live, plan.stages, micro_batches);
-    return "node " + std::to_string(n < static_cast<int>(ids.size()) ? ids[n] : n) +
-           " runs stages" + list +
-           " and no node is standby: " + std::to_string(plan.pipelines) + " -> " +
-           std::to_string(fewer) + " pipeline(s) give every stage a node of its own";
-  }
-  return {};
+  const auto node = overloaded_node(plan, ids);
+  if (node.empty())
+    return {};
+  return node + " and no node is standby: " + std::to_string(plan.pipelines) + " -> " +
+         std::to_string(fit_pipelines(live, plan.stages, micro_batches)) +
+         " pipeline(s) give every stage a node of its own";
 }
 
 std::vector<resume_order_plan> plan_resume(const std::vector<stage_done>& done,

@@ -10,8 +10,11 @@
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
 #include "model/schedule.hpp"
+#include "tests/actors/embedded_runs.hpp"
 
 using namespace bamboo;
+using bamboo::test::run;
+using bamboo::test::same_bits;
 
 namespace {
 
@@ -32,32 +35,6 @@ train_config failover_config(redundancy_mode mode) {
   c.optim.clip_norm = 0;
   c.redundancy = mode;
   return c;
-}
-
-run_result run(const train_config& c, std::vector<preempt_spec> kills = {}) {
-  run_options o;
-  o.collect_parameters = true;
-  o.preemptions = std::move(kills);
-  auto r = run_embedded(c, o);
-  if (!r)
-    FAIL("run failed: " << describe(r.error()));
-  return std::move(*r);
-}
-
-bool same_bits(const run_result& a, const run_result& b) {
-  if (a.steps.size() != b.steps.size() || a.parameters.size() != b.parameters.size())
-    return false;
-  for (std::size_t k = 0; k < a.steps.size(); ++k)
-    if (a.steps[k].loss != b.steps[k].loss)
-      return false;
-  for (std::size_t i = 0; i < a.parameters.size(); ++i) {
-    const auto& x = a.parameters[i].values;
-    const auto& y = b.parameters[i].values;
-    if (a.parameters[i].name != b.parameters[i].name || x.size() != y.size() ||
-        std::memcmp(x.data(), y.data(), 4 * x.size()) != 0)
-      return false;
-  }
-  return true;
 }
 
 void sweep(redundancy_mode mode) {

@@ -276,3 +276,22 @@ TEST_CASE("after an interruption a stage's pipelines take the gradient sum from 
   for (const auto& s : sums)
     CHECK(s.source == -1);
 }
+
+TEST_CASE("with --pipelines auto standby nodes that can form a pipeline add one\\, and "
+          "a node running two stages with none standby drops one",
+          "[actors][plan]") {
+  // One pipeline of 4 stages, 4 standby nodes, 4 micro-batches: a second fits.
+  auto one = cluster_plan::assign({0, 1, 2, 3}, 1, 4, redundancy_mode::lazy);
+  CHECK(pipeline_reason(one, 4, 4) ==
+        "4 standby node(s) can form 1 more pipeline(s): 1 -> 2");
+  CHECK(pipeline_reason(one, 3, 4).empty()); // not a whole pipeline
+  CHECK(pipeline_reason(one, 4, 3).empty()); // 2 pipelines cannot share 3 micro-batches
+  // Two pipelines; node 5 lost, node 4 runs stages 4 and 5; none standby.
+  auto two = cluster_plan::assign({0, 1, 2, 3, 4, 5, 6, 7}, 2, 4, redundancy_mode::lazy);
+  two = plan_failover(two, 5).plan;
+  CHECK(pipeline_reason(two, 0, 4, {10, 11, 12, 13, 14, 15, 16, 17}) ==
+        "node 14 runs stages 4 5 and no node is standby: 2 -> 1 pipeline(s) give every "
+        "stage a node of its own");
+  CHECK(fit_pipelines(7, 4, 4) == 1);
+  CHECK(fit_pipelines(12, 4, 4) == 2); // 3 would not share 4 micro-batches
+}
