@@ -45,9 +45,11 @@ micro_batch make_micro_batch(const train_config& cfg, const token_corpus& corpus
                             std::int64_t{j} * cfg.micro_batch;
   for (int i = 0; i < cfg.micro_batch; ++i)
     samples[i] = order.at(base + i);
-  if (cfg.model.kind == model_kind::gpt)
-    return gpt::batch(cfg.model, corpus, samples);
-  return bert::batch(cfg.model, corpus, samples, cfg.seed, step, j);
+  // The built-in model's own assembly (one place says how GPT and BERT differ);
+  // the corpus is only borrowed for the call.
+  const std::shared_ptr<const token_corpus> borrowed(
+      std::shared_ptr<const token_corpus>{}, &corpus);
+  return builtin_model(cfg.model, borrowed)->make_batch(samples, cfg.seed, step, j);
 }
 
 at::Tensor compute_loss(const at::Tensor& logits, const at::Tensor& target) {

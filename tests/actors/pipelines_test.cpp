@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstring>
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
