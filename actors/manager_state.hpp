@@ -9,8 +9,10 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "actors/plan/planner.hpp"
 #include "actors/plan/step_ledger.hpp"
 #include "actors/protocol.hpp"
+#include "model/checkpoint.hpp"
 
 namespace spdlog {
 class logger;
@@ -72,6 +75,7 @@ private:
   void maybe_finish_step();
   void snapshot(const std::shared_ptr<checkpoint_writer>& writer,
                 std::function<void(bool written)> then = {});
+  void submit_manifests(checkpoint_writer& writer);
   void close_failovers(step_record& rec, clock_type::time_point now);
   bool degraded() const;
   std::string unprotected() const;
@@ -128,6 +132,15 @@ private:
   std::map<int, pending_copy> copies_;
   std::uint64_t copy_round_ = 0; // a loss abandons the copies under way
   // Checkpoints whose files are being written: the run is done after them.
+  // Each writer gets its manifests in step order, whichever files finish first
+  // (a hook hears of step 2 before step 4, and pruning never sees them swapped).
+  struct pending_checkpoint {
+    checkpoint_manifest m;
+    std::size_t left = 0;
+    bool failed = false, gathered = false;
+  };
+  std::map<const checkpoint_writer*, std::deque<std::shared_ptr<pending_checkpoint>>>
+      manifests_;
   int snapshots_ = 0;
   bool done_waiting_ = false;
   // Re-plans: the members outside the plan, and the one under way (a loss

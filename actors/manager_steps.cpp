@@ -244,12 +244,7 @@ void manager_state::maybe_finish_step() {
 // file is in. `then` learns whether every file was written.
 void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
                              std::function<void(bool written)> then) {
-  struct gathering {
-    checkpoint_manifest m;
-    std::size_t left = 0;
-    bool failed = false;
-  };
-  auto g = std::make_shared<gathering>();
+  auto g = std::make_shared<pending_checkpoint>();
   g->m.step = step_;
   g->m.config = checkpoint_config(spec_.cfg);
   g->m.seed = spec_.cfg.seed;
@@ -260,15 +255,13 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
   const auto owners = distinct_owners(/*first_pipeline=*/true); // all hold the same
   g->left = owners.size();
   ++snapshots_;
+  manifests_[writer.get()].push_back(g);
   const auto dir = checkpoint_step_dir(writer->dir(), step_);
   auto one_done = [this, g, writer, then = std::move(then)] {
     if (--g->left > 0)
       return;
-    if (!g->failed) {
-      std::sort(g->m.files.begin(), g->m.files.end(),
-                [](const auto& a, const auto& b) { return a.file < b.file; });
-      writer->submit(std::move(g->m));
-    }
+    g->gathered = true;
+    submit_manifests(*writer);
     --snapshots_;
     if (then)
       then(!g->failed);
@@ -288,6 +281,21 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
               g->failed = true;
               one_done();
             });
+}
+
+// Hands `writer` the manifests whose files are all in, oldest step first,
+// stopping at one still being gathered.
+void manager_state::submit_manifests(checkpoint_writer& writer) {
+  auto& q = manifests_[&writer];
+  while (!q.empty() && q.front()->gathered) {
+    auto& m = q.front()->m;
+    if (!q.front()->failed) {
+      std::sort(m.files.begin(), m.files.end(),
+                [](const auto& a, const auto& b) { return a.file < b.file; });
+      writer.submit(std::move(m));
+    }
+    q.pop_front();
+  }
 }
 
 // The failovers of the step just completed: their latency and recomputed work.
