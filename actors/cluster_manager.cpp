@@ -6,6 +6,7 @@
 #include "actors/errors.hpp"
 #include "actors/manager_state.hpp"
 #include "log/log.hpp"
+#include "model/model_definition.hpp"
 
 namespace bamboo {
 
@@ -82,9 +83,10 @@ void manager_state::start() {
   const auto& cfg = spec_.cfg;
   logger_->info("{} run: {} pipeline(s) of {} stage(s), G={} m={} ({} micro-batches), {} "
                 "steps, redundancy {}; {}",
-                to_string(cfg.model.kind), cfg.pipelines, cfg.stages, cfg.global_batch,
-                cfg.micro_batch, cfg.micro_batches(), cfg.steps,
-                to_string(cfg.redundancy), describe(spec_.parts));
+                cfg.custom_model ? cfg.custom_model->name() : to_string(cfg.model.kind),
+                cfg.pipelines, cfg.stages, cfg.global_batch, cfg.micro_batch,
+                cfg.micro_batches(), cfg.steps, to_string(cfg.redundancy),
+                describe(spec_.parts));
   const auto now = clock_type::now();
   const int coordinates = cfg.coordinates();
   // Node n runs stage n mod S of pipeline n / S, and holds the replica of the

@@ -6,6 +6,7 @@
 #include "model/bert.hpp"
 #include "model/data.hpp"
 #include "model/gpt.hpp"
+#include "model/safetensors.hpp"
 
 namespace bamboo {
 
@@ -164,6 +165,45 @@ std::optional<std::string> check_model(const model_definition& model,
     return who + ": the loss returns " + (l.defined() ? describe(l) : "nothing") +
            ", not a scalar";
   return std::nullopt;
+}
+
+std::string model_digest(const model_definition& model) {
+  {
+    std::lock_guard<std::mutex> guard{model.boundary_mtx_};
+    if (!model.digest_.empty())
+      return model.digest_;
+  }
+  std::ostringstream out;
+  out << model.name() << "\nlayers " << model.pipeline_layers() << "\nsamples "
+      << model.samples() << "\ncosts";
+  for (double c : model.layer_costs())
+    out << " " << c;
+  int i = 0;
+  for (auto& l : model.build_layers(0, 0, model.pipeline_layers())) {
+    out << "\nlayer " << i++;
+    for (const auto& p : l->named_parameters())
+      out << " " << p.key() << describe(p.value());
+  }
+  for (int layer = 1; layer < model.pipeline_layers(); ++layer) {
+    const auto b = model.boundary(layer, 1);
+    out << "\nboundary " << layer << " " << c10::toString(b.dtype);
+    for (auto d : b.shape)
+      out << " " << d;
+  }
+  // The first sample as the model makes it: the same dataset, not just its size.
+  at::NoGradGuard no_grad;
+  const auto batch = model.make_batch({0}, 0, 0, 0);
+  for (const auto& t : {batch.input, batch.target}) {
+    const auto c = t.contiguous().cpu();
+    const auto* p = static_cast<const char*>(c.data_ptr());
+    out << "\n" << describe(c) << " " << std::string(p, p + c.nbytes());
+  }
+  const auto text = out.str();
+  auto digest =
+      sha256_hex(std::vector<std::uint8_t>(text.begin(), text.end())).substr(0, 16);
+  std::lock_guard<std::mutex> guard{model.boundary_mtx_};
+  model.digest_ = digest;
+  return digest;
 }
 
 } // namespace bamboo

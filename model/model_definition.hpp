@@ -62,6 +62,8 @@ public:
   virtual tensor_spec boundary(int layer, int m) const;
 
 private:
+  friend std::string model_digest(const model_definition& model);
+  mutable std::string digest_; // model_digest's, once made
   mutable std::mutex boundary_mtx_;
   mutable std::vector<std::pair<int, std::vector<tensor_spec>>> boundaries_; // by m
 };
@@ -80,5 +82,11 @@ model_of(const train_config& cfg, std::shared_ptr<const token_corpus> corpus);
 // previous layer's output, a loss that is not a scalar. nullopt when sound.
 std::optional<std::string> check_model(const model_definition& model,
                                        const train_config& cfg);
+
+// What tells two builds of a model apart (16 hex digits): its name, layers,
+// costs, dataset size, every layer's parameter names and shapes, its boundary
+// shapes and its first sample. Workers must build the manager's model: a join
+// with another digest is refused.
+std::string model_digest(const model_definition& model);
 
 } // namespace bamboo

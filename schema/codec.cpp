@@ -49,6 +49,8 @@ struct writer {
     j.setZone(x.zone);
     j.setVersion(x.version);
     j.setProof(bytes_of(x.proof));
+    j.setModel(x.model);
+    j.setModelDigest(x.model_digest);
   }
   void operator()(const plan& x) {
     auto p = b.initPlan();
@@ -121,6 +123,7 @@ struct writer {
     c.setThreads(t.threads);
     c.setRedundancy(t.redundancy);
     c.setPipelines(t.pipelines);
+    c.setModelDigest(t.model_digest);
   }
   void operator()(const attach& x) {
     auto a = b.initAttach();
@@ -318,6 +321,7 @@ train_settings get_config(wire::TrainConfig::Reader c) {
   t.threads = c.getThreads();
   t.redundancy = c.getRedundancy().cStr();
   t.pipelines = std::max<std::uint32_t>(1, c.getPipelines()); // 0: an older writer
+  t.model_digest = c.getModelDigest().cStr();
   return t;
 }
 
@@ -343,8 +347,10 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   case wire::Frame::Body::JOIN: {
     auto j = b.getJoin();
     auto proof = j.getProof();
-    return join_request{j.getNode(), j.getZone().cStr(), j.getVersion().cStr(),
-                        std::vector<std::uint8_t>(proof.begin(), proof.end())};
+    return join_request{
+        j.getNode(),           j.getZone().cStr(),
+        j.getVersion().cStr(), std::vector<std::uint8_t>(proof.begin(), proof.end()),
+        j.getModel().cStr(),   j.getModelDigest().cStr()};
   }
   case wire::Frame::Body::PLAN: {
     auto p = b.getPlan();

@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 7;
+inline constexpr std::uint16_t minor_version = 8;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -33,6 +33,7 @@ struct join_request {
   std::string zone;
   std::string version;
   std::vector<std::uint8_t> proof;
+  std::string model, model_digest; // 1.8: a trainer's own model ("": built-ins)
 };
 
 struct stage_assignment {
@@ -118,6 +119,7 @@ struct train_settings {
   std::uint32_t threads = 1;
   std::string redundancy;
   std::uint32_t pipelines = 1; // 1.7
+  std::string model_digest;    // 1.8: of a trainer's own model (named by model)
 };
 
 struct assign {

@@ -6,17 +6,25 @@
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
+#include "model/model_definition.hpp"
 
 namespace bamboo {
 
-caf::expected<assignment_inputs> take_assignment(const schema::assign& a) {
+caf::expected<assignment_inputs>
+take_assignment(const schema::assign& a,
+                const std::shared_ptr<const model_definition>& local_model) {
   std::string problem;
-  auto cfg = from_settings(a.config, problem);
+  auto cfg = from_settings(a.config, problem, local_model);
   if (!cfg)
     return make_error(errc::invalid_config, problem);
   assignment_inputs in;
   in.cfg = *cfg;
-  in.parts = partition(layer_costs(cfg->model), cfg->stages);
+  if (!cfg->custom_model) { // a custom model brings its own data
+    in.corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
+    if (!in.corpus)
+      return make_error(errc::invalid_config, problem);
+  }
+  in.parts = partition(model_of(*cfg, in.corpus)->layer_costs(), cfg->stages);
   // Stages are named p*S+s across pipelines (just s with one); the replica is
   // of the same pipeline.
   const std::int64_t stages = static_cast<std::int64_t>(in.parts.size());
@@ -30,9 +38,6 @@ caf::expected<assignment_inputs> take_assignment(const schema::assign& a) {
                           (cfg->pipelines > 1
                                ? " in " + std::to_string(cfg->pipelines) + " pipelines"
                                : std::string()));
-  in.corpus = token_corpus::load(cfg->data, cfg->model, cfg->seed, problem);
-  if (!in.corpus)
-    return make_error(errc::invalid_config, problem);
   if (!a.resume.empty()) {
     auto at = checkpoint_at(*cfg, a.resume);
     if (!at)

@@ -18,6 +18,7 @@ namespace bamboo {
 
 class token_corpus;
 struct checkpoint;
+class model_definition;
 
 struct assignment_inputs {
   train_config cfg;
@@ -30,6 +31,9 @@ struct assignment_inputs {
 // errc::invalid_config saying why when the configuration does not validate,
 // the data cannot be loaded, a stage is out of range or the checkpoint is not
 // this run's.
-caf::expected<assignment_inputs> take_assignment(const schema::assign& a);
+// `local_model`: the trainer's own model this worker builds (null: none).
+caf::expected<assignment_inputs>
+take_assignment(const schema::assign& a,
+                const std::shared_ptr<const model_definition>& local_model = nullptr);
 
 } // namespace bamboo

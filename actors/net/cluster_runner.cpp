@@ -19,6 +19,7 @@
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
+#include "model/model_definition.hpp"
 
 namespace bamboo {
 
@@ -193,12 +194,14 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   if (cfg.stages < 2)
     return make_error(errc::invalid_config, "a cluster of processes needs 2 or more "
                                             "stages (one worker process each)");
-  if (cfg.custom_model)
-    return make_error(errc::invalid_config,
-                      "model '" + cfg.custom_model->name() +
-                          "' is a custom model: it trains in embedded mode (worker "
-                          "processes build the built-in models only)");
-  if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model.pipeline_layers(), 2))
+  if (cfg.custom_model) { // one micro-batch through every layer and the loss
+    if (auto bad = check_model(*cfg.custom_model, cfg))
+      return make_error(errc::invalid_config, *bad);
+    log::get("bamboo.gateway")
+        ->info("model '{}', digest {}: workers must build the same",
+               cfg.custom_model->name(), model_digest(*cfg.custom_model));
+  }
+  if (auto bad = check_depths(opts.depths, cfg.stages, cfg.model_layers(), 2))
     return make_error(errc::invalid_config, *bad);
   const auto depths = resolve(opts.depths, cfg.stages);
   if (cfg.pipelines > 1 && (depths.min != cfg.stages || depths.max != cfg.stages))
@@ -211,10 +214,14 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
                           " cannot hold --pipelines " + std::to_string(cfg.pipelines) +
                           " x --stages " + std::to_string(cfg.stages));
   std::string problem;
-  // Every worker loads the data itself; fail here first if it cannot be read.
-  auto corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
-  if (!corpus)
-    return make_error(errc::invalid_data, problem);
+  // Every worker loads the data itself; fail here first if it cannot be read
+  // (a custom model brings its own).
+  std::shared_ptr<const token_corpus> corpus;
+  if (!cfg.custom_model) {
+    corpus = token_corpus::load(cfg.data, cfg.model, cfg.seed, problem);
+    if (!corpus)
+      return make_error(errc::invalid_data, problem);
+  }
   const auto& ck = opts.checkpoints;
   if (auto bad = check(ck))
     return make_error(errc::invalid_config, *bad);
@@ -238,6 +245,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   gs.store_port = 0; // the store is served over the control channel
   gs.heartbeats = opts.heartbeats;
   gs.listener = self;
+  gs.model = cfg.custom_model;
   auto gateway = spawn_gateway(sys, gs);
   auto stop_gateway = [&] {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
@@ -292,7 +300,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     auto standby = [&] { return static_cast<int>(live.size()) - planned; };
     manager_spec spec;
     spec.cfg = run_cfg;
-    spec.parts = partition(layer_costs(run_cfg.model), run_cfg.stages);
+    spec.parts = partition(model_of(run_cfg, corpus)->layer_costs(), run_cfg.stages);
     spec.nodes = std::make_shared<process_nodes>(run_cfg, in_plan, gateway,
                                                  opts.frame_limit, generation, resume);
     spec.heartbeats = opts.heartbeats; // the grace for a failed transfer

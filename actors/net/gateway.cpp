@@ -11,6 +11,7 @@
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/kv_store.hpp"
+#include "actors/net/wire_values.hpp"
 #include "log/log.hpp"
 
 namespace bamboo {
@@ -178,6 +179,11 @@ private:
     }
     if (joined_already(sender)) // asked for two challenges, answers both
       return;
+    if (auto why = model_mismatch(spec_.model, j.model, j.model_digest)) {
+      refused(sender, *why);
+      reply(schema::join_refused{*why});
+      return;
+    }
     const int node = next_node_++; // a node that comes back is a new node
     members_[sender] = node;
     self_->monitor(caf::actor_cast<caf::actor>(sender));

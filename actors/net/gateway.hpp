@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -31,6 +32,9 @@ struct gateway_spec {
   std::uint16_t store_port = 0; // the tensor transport's rendezvous store
   heartbeat_policy heartbeats;
   caf::actor listener; // told of joins and losses (may be invalid)
+  // The run's custom model: a worker that does not build it (another name or
+  // digest, or the built-in models only) is refused at join. Null: GPT or BERT.
+  std::shared_ptr<const model_definition> model;
 };
 
 caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec);

@@ -1,6 +1,7 @@
 #include "actors/net/wire_values.hpp"
 
 #include "actors/protocol.hpp"
+#include "model/model_definition.hpp"
 
 namespace bamboo {
 
@@ -9,7 +10,9 @@ schema::train_settings to_settings(const train_config& cfg) {
   const auto& m = cfg.model;
   const auto& o = cfg.optim;
   auto u = [](int v) { return static_cast<std::uint32_t>(v); };
-  s.model = to_string(m.kind);
+  s.model = cfg.custom_model ? cfg.custom_model->name() : to_string(m.kind);
+  if (cfg.custom_model)
+    s.model_digest = model_digest(*cfg.custom_model);
   s.layers = u(m.layers);
   s.d_model = u(m.d_model);
   s.heads = u(m.heads);
@@ -37,18 +40,45 @@ schema::train_settings to_settings(const train_config& cfg) {
   return s;
 }
 
-std::optional<train_config> from_settings(const schema::train_settings& s,
-                                          std::string& problem) {
+std::optional<std::string>
+model_mismatch(const std::shared_ptr<const model_definition>& run,
+               const std::string& worker_model, const std::string& worker_digest) {
+  if (!run)
+    return std::nullopt; // every worker builds GPT and BERT
+  const auto name = run->name();
+  const auto digest = model_digest(*run);
+  if (worker_model.empty())
+    return "model '" + name +
+           "' is not registered on this worker (it builds gpt and "
+           "bert only: start the trainer's own program as the worker)";
+  if (worker_model != name)
+    return "model '" + name + "' is not registered on this worker (its model is '" +
+           worker_model + "')";
+  if (worker_digest != digest)
+    return "model '" + name + "' is built differently on this worker (digest " +
+           worker_digest + ", the manager's " + digest + ")";
+  return std::nullopt;
+}
+
+std::optional<train_config>
+from_settings(const schema::train_settings& s, std::string& problem,
+              const std::shared_ptr<const model_definition>& local) {
   train_config cfg;
   auto& m = cfg.model;
   auto& o = cfg.optim;
   auto i = [](std::uint32_t v) { return static_cast<int>(v); };
-  if (s.model == "gpt")
+  if (s.model == "gpt" && s.model_digest.empty())
     m.kind = model_kind::gpt;
-  else if (s.model == "bert")
+  else if (s.model == "bert" && s.model_digest.empty())
     m.kind = model_kind::bert;
+  else if (local && local->name() == s.model && model_digest(*local) == s.model_digest)
+    cfg.custom_model = local;
   else {
-    problem = "unknown model '" + s.model + "'";
+    problem = local && local->name() == s.model
+                  ? "model '" + s.model +
+                        "' is built differently on this worker (digest " +
+                        model_digest(*local) + ", the manager's " + s.model_digest + ")"
+                  : "model '" + s.model + "' is not registered on this worker";
     return std::nullopt;
   }
   if (s.redundancy == "off")

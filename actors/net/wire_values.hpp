@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -13,11 +14,21 @@
 
 namespace bamboo {
 
+// A custom model travels as its name and digest (every process builds it).
 schema::train_settings to_settings(const train_config& cfg);
 // nullopt with `problem` set when the settings name an unknown model or mode,
-// or do not validate.
-std::optional<train_config> from_settings(const schema::train_settings& s,
-                                          std::string& problem);
+// or do not validate. A model other than GPT and BERT must be `local` (this
+// process's own model: same name, same digest).
+std::optional<train_config>
+from_settings(const schema::train_settings& s, std::string& problem,
+              const std::shared_ptr<const model_definition>& local = nullptr);
+
+// Why a worker that builds `worker_model` (its name and digest; "" for the
+// built-in models only) cannot train the run's custom model (null: the run's is
+// built in, which every worker builds); nullopt when it can.
+std::optional<std::string>
+model_mismatch(const std::shared_ptr<const model_definition>& run,
+               const std::string& worker_model, const std::string& worker_digest);
 
 struct stage_progress;
 struct resume_order;

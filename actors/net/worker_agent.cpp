@@ -20,6 +20,7 @@
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
 #include "model/model.hpp"
+#include "model/model_definition.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
 
@@ -166,6 +167,10 @@ private:
     req.zone = spec_.zone;
     req.version = "0.1.0";
     req.proof = prove(spec_.token, proof_role::worker, handshake_);
+    if (spec_.model) {
+      req.model = spec_.model->name();
+      req.model_digest = model_digest(*spec_.model);
+    }
     send_gateway(req);
   }
 
@@ -278,7 +283,7 @@ private:
         proxies_[it->first] = it->second.second;
       it = it->second.first <= generation_ ? early_.erase(it) : std::next(it);
     }
-    auto in = take_assignment(a);
+    auto in = take_assignment(a, spec_.model);
     if (!in) {
       logger_->error("node {}: cannot take the assignment: {}", member_,
                      describe(in.error()));

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -20,6 +21,8 @@
 #include "schema/codec.hpp"
 
 namespace bamboo {
+
+class model_definition;
 
 struct worker_spec {
   caf::actor gateway; // the manager's front door
@@ -41,6 +44,9 @@ struct worker_spec {
   // Called on the agent's thread when the manager accepts the join (again:
   // after a fence, as a new node). The app says so; the library prints nothing.
   std::function<void(int node, bool again)> on_joined;
+  // The trainer's own model, when this worker builds one (announced at join:
+  // a manager training another model refuses the worker).
+  std::shared_ptr<const model_definition> model;
 };
 
 // (notice_atom, deadline_ms) to the agent: this process has a preemption

@@ -153,6 +153,11 @@ void child::kill_group() {
   }
 }
 
+std::string program_path() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
+}
+
 std::string program_dir() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -50,7 +50,9 @@ private:
   int status_ = 0;
 };
 
-// The directory of the running program (to start its siblings).
+// The running program (to start itself again) and its directory (to start
+// its siblings).
+std::string program_path();
 std::string program_dir();
 
 } // namespace bamboo::proc

@@ -1,9 +1,9 @@
-// bamboo-manager: the cluster's front door for worker processes. Listens on
-// 127.0.0.1 (unless told otherwise) through CAF's middleman, admits workers that
-// prove the cluster token, and watches them. With --stages it trains: once that
-// many workers joined, each runs one stage (and the replica of the next), and
-// losses are failed over to shadows as in embedded mode. It hosts the tensor
-// transport's rendezvous store. Without --stages it only admits and watches.
+// bamboo-manager (and `TRAINER manager`): the cluster's front door for worker processes.
+// Listens on 127.0.0.1 (unless told otherwise) through CAF's middleman, admits workers
+// that prove the cluster token, and watches them. With --stages it trains: once that many
+// workers joined, each runs one stage (and the replica of the next), and losses are
+// failed over to shadows as in embedded mode. It hosts the tensor transport's rendezvous
+// store. Without --stages it only admits and watches.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -18,11 +18,12 @@
 #include "actors/net/network.hpp"
 #include "examples/cluster/process.hpp"
 #include "examples/cluster/status.hpp"
+#include "examples/programs/main.hpp"
 #include "examples/train/cli.hpp"
 #include "examples/train/report.hpp"
 #include "log/log.hpp"
 
-using namespace bamboo;
+namespace bamboo {
 
 namespace {
 
@@ -57,10 +58,11 @@ int admit_only(const cluster_options& c) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int manager_main(int argc, char** argv, std::shared_ptr<const model_definition> model) {
   CLI::App app{"bamboo-manager: admits and watches bamboo workers, and trains with "
                "them (--stages)"};
   app::cli_options o;
+  o.cfg.custom_model = std::move(model);
   app::train_options train(app, o);
   cluster_options c;
   int port = 0, join_timeout_s = 120;
@@ -168,3 +170,5 @@ int main(int argc, char** argv) {
   report.summary(*result);
   return report.write_digests("bamboo-manager", *result) && report.written() ? 0 : 1;
 }
+
+} // namespace bamboo

@@ -1,6 +1,6 @@
-// bamboo-worker: joins a bamboo-manager by host:port, proving the cluster token
-// by challenge-response, then serves as one node: its agent heartbeats, takes
-// the node's assignment and runs its stage and replica. A worker declared lost
+// bamboo-worker (and `TRAINER worker`): joins a bamboo-manager by host:port, proving the
+// cluster token by challenge-response, then serves as one node: its agent heartbeats,
+// takes the node's assignment and runs its stage and replica. A worker declared lost
 // (e.g. it was stopped) is fenced: with a stage it leaves, without one it joins
 // again as a new node. SIGTERM is a preemption notice: the manager is told the
 // deadline, hands the stage to its shadow at the next step boundary and lets
@@ -23,11 +23,12 @@
 #include "actors/protocol.hpp"
 #include "examples/cluster/process.hpp"
 #include "examples/cluster/status.hpp"
+#include "examples/programs/main.hpp"
 #include "log/log.hpp"
 
-using namespace bamboo;
+namespace bamboo {
 
-int main(int argc, char** argv) {
+int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> model) {
   CLI::App app{"bamboo-worker: a node of a bamboo cluster"};
   std::string manager_addr, token_file, zone = "default", log_level = "info", advertise;
   int heartbeat_ms = static_cast<int>(default_heartbeat_period.count());
@@ -85,6 +86,11 @@ int main(int argc, char** argv) {
   auto token = process::token_or_complain("bamboo-worker", token_file);
   if (!token)
     return 2;
+  if (model) // a broken model is this program's mistake: say so before joining
+    if (auto bad = check_model(*model, train_config{})) {
+      std::cerr << "bamboo-worker: error: " << *bad << "\n";
+      return 2;
+    }
   process::install_stop_handlers();
 
   caf::actor_system_config cfg;
@@ -117,6 +123,7 @@ int main(int argc, char** argv) {
   ws.gateway = *manager;
   ws.token = *token;
   ws.zone = zone;
+  ws.model = model;
   ws.store_host = host;
   if (advertise.empty()) {
     std::string why;
@@ -188,3 +195,5 @@ int main(int argc, char** argv) {
     }
   }
 }
+
+} // namespace bamboo

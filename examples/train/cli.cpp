@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "model/model_definition.hpp"
+
 namespace bamboo::app {
 
 struct train_options::strings {
@@ -18,7 +20,7 @@ struct train_options::strings {
 };
 
 train_options::train_options(CLI::App& app, cli_options& o)
-    : o_(o), s_(std::make_unique<strings>()) {
+    : app_(app), o_(o), s_(std::make_unique<strings>()) {
   auto& c = o.cfg;
   auto& m = c.model;
   auto& model = s_->model;
@@ -152,6 +154,12 @@ std::optional<std::string> train_options::finish() {
       return problem;
   if (c.steps < 1)
     return "--steps must be 1 or more (got " + std::to_string(c.steps) + ")";
+  if (c.custom_model) // the trainer's model has its own sizes and data
+    for (const char* o : {"--model", "--layers", "--d-model", "--heads", "--seq-len",
+                          "--vocab", "--dropout", "--data"})
+      if (app_.count(o) > 0)
+        return std::string(o) + " is for the built-in models: this program trains its " +
+               "own model '" + c.custom_model->name() + "'";
   if (auto problem = resolve_pipelines())
     return problem;
   // A warning, not an error: the demo's kills stay valid with a shorter --steps.
@@ -172,7 +180,7 @@ std::optional<std::string> train_options::finish() {
   if (c.pipelines > 1 && (o_.run.depths.min > 0 || o_.run.depths.max > 0))
     return std::string("--min-stages and --max-stages re-partition one pipeline: they "
                        "cannot be combined with --pipelines above 1");
-  return check_depths(o_.run.depths, c.stages, c.model.pipeline_layers(), 1);
+  return check_depths(o_.run.depths, c.stages, c.model_layers(), 1);
 }
 
 std::optional<std::string> train_options::resolve_pipelines() {
@@ -243,8 +251,10 @@ std::optional<std::string> parse_join(const std::string& text, long steps,
 
 } // namespace
 
-std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
+std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code,
+                                     std::shared_ptr<const model_definition> model) {
   cli_options o;
+  o.cfg.custom_model = std::move(model);
   CLI::App app{"bamboo-train: pipeline-parallel training that survives preemptions"};
   train_options options(app, o);
   app.add_flag("--processes", o.processes,
@@ -313,7 +323,7 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code) {
     problem = "--workers, --join and --spot-trace are for --processes (worker processes)";
   // (--stages 1 has a message of its own.)
   if (!problem && o.processes && o.cfg.stages >= 2)
-    problem = check_depths(o.run.depths, o.cfg.stages, o.cfg.model.pipeline_layers(), 2);
+    problem = check_depths(o.run.depths, o.cfg.stages, o.cfg.model_layers(), 2);
   if (!problem && o.processes && o.nodes > 0)
     problem = "--nodes is for embedded mode; worker processes are counted by --workers";
   if (!problem && o.processes && app.count("--transport") > 0 &&

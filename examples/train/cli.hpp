@@ -58,12 +58,16 @@ public:
 private:
   std::optional<std::string> resolve_pipelines();
   struct strings;
+  CLI::App& app_;
   cli_options& o_;
   std::unique_ptr<strings> s_;
 };
 
 // Parses argv. On --help prints usage and sets exit_code 0; on bad input prints
 // one line naming the problem and sets exit_code 2. Returns nullopt in both cases.
-std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code);
+// `model`: the trainer's own (null: --model chooses GPT or BERT).
+std::optional<cli_options>
+parse_cli(int argc, char** argv, int& exit_code,
+          std::shared_ptr<const model_definition> model = nullptr);
 
 } // namespace bamboo::app

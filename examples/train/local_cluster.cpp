@@ -208,8 +208,10 @@ int run_local_cluster(const local_cluster_options& lo) {
   std::vector<bool> joined(lo.joins.size(), false);
   int code = -1; // the manager's exit status; -1 while it runs
   for (int attempt = 0;; ++attempt) {
-    std::vector<std::string> margs{dir + "/bamboo-manager", "--port", "0", "--token-file",
-                                   token.path()};
+    auto margs = lo.manager_program.empty()
+                     ? std::vector<std::string>{dir + "/bamboo-manager"}
+                     : lo.manager_program;
+    margs.insert(margs.end(), {"--port", "0", "--token-file", token.path()});
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
     for (std::size_t i = 0; i < kills.size(); ++i) // the manager calls them preemptions
       if (!fired[i])
@@ -228,13 +230,12 @@ int run_local_cluster(const local_cluster_options& lo) {
     long port = -1;  // the manager's, once it listens
     std::vector<std::chrono::steady_clock::time_point> replacements; // when due
     auto start_worker = [&] {
-      std::vector<std::string> wargs{dir + "/bamboo-worker",
-                                     "--manager",
-                                     "127.0.0.1:" + std::to_string(port),
-                                     "--token-file",
-                                     token.path(),
-                                     "--log-level",
-                                     lo.log_level};
+      auto wargs = lo.worker_program.empty()
+                       ? std::vector<std::string>{dir + "/bamboo-worker"}
+                       : lo.worker_program;
+      wargs.insert(wargs.end(),
+                   {"--manager", "127.0.0.1:" + std::to_string(port), "--token-file",
+                    token.path(), "--log-level", lo.log_level});
       if (!lo.zones.empty())
         wargs.insert(wargs.end(), {"--zone", lo.zones[workers.size() % lo.zones.size()]});
       workers.push_back(start(wargs));

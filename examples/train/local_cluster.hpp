@@ -19,6 +19,11 @@ class trace_replay;
 struct local_cluster_options {
   // bamboo-train's own arguments, less --processes, --preempt and --restarts.
   std::vector<std::string> manager_args;
+  // The programs to start and their first arguments: empty, bamboo-manager and
+  // bamboo-worker from bamboo-train's directory; a trainer's own binary starts
+  // itself ({self, "manager"}, {self, "worker"}) so that every process builds
+  // its model.
+  std::vector<std::string> manager_program, worker_program;
   int workers = 2; // worker processes to start (--workers, default --stages)
   // New workers started as a step begins (the stand-in for new spot instances).
   struct join {

@@ -180,8 +180,9 @@ TEST_CASE(
   auto challenge = next_not_heartbeat();
   REQUIRE(challenge);
   h.manager_nonce = std::get<schema::join_challenge>(*challenge).nonce;
-  self->send(*gateway, to_wire(schema::join_request{
-                           0, "z", "0.1.0", prove(token, proof_role::worker, h)}));
+  self->send(*gateway,
+             to_wire(schema::join_request{0, "z", "0.1.0",
+                                          prove(token, proof_role::worker, h), "", ""}));
   auto accept = next_not_heartbeat();
   REQUIRE(accept);
   REQUIRE(std::holds_alternative<schema::join_accept>(*accept));

@@ -15,6 +15,7 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
+#include "actors/net/wire_values.hpp"
 #include "examples/custom_trainer/conv_classifier.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -135,4 +136,43 @@ TEST_CASE("a trainer's hooks hear of each failover with its cost and of each "
   CHECK(failovers[0].step == 1);
   CHECK(failovers[0].latency_s > 0);
   CHECK(written == std::vector<std::int64_t>{2, 4});
+}
+
+TEST_CASE("a worker's model is told apart from the manager's by name and digest\\, and "
+          "a run's settings name a custom model that only its own build takes",
+          "[model]") {
+  auto run = std::make_shared<conv_example::conv_classifier>(256);
+  const auto digest = model_digest(*run);
+  CHECK(digest.size() == 16);
+  // Another build of the same model agrees; a different dataset or layer does not.
+  CHECK(model_digest(conv_example::conv_classifier(256)) == digest);
+  CHECK(model_digest(conv_example::conv_classifier(512)) != digest);
+  CHECK(model_digest(conv_example::conv_classifier(256, 8)) != digest); // other images
+
+  CHECK_FALSE(model_mismatch(nullptr, "", "")); // GPT and BERT: every worker builds them
+  CHECK_FALSE(model_mismatch(run, "conv-classifier", digest));
+  CHECK(model_mismatch(run, "", "")
+            ->find("not registered on this worker (it builds gpt "
+                   "and bert only") != std::string::npos);
+  CHECK(model_mismatch(run, "mixer", digest)->find("its model is 'mixer'") !=
+        std::string::npos);
+  CHECK(model_mismatch(run, "conv-classifier", "0123456789abcdef")
+            ->find("built differently on this worker (digest 0123456789abcdef, the "
+                   "manager's " +
+                   digest + ")") != std::string::npos);
+
+  auto cfg = conv_config(2);
+  cfg.custom_model = run;
+  const auto settings = to_settings(cfg);
+  CHECK(settings.model == "conv-classifier");
+  CHECK(settings.model_digest == digest);
+  std::string problem;
+  auto back = from_settings(settings, problem, run);
+  REQUIRE(back);
+  CHECK(back->custom_model == run);
+  CHECK_FALSE(from_settings(settings, problem)); // a stock worker
+  CHECK(problem == "model 'conv-classifier' is not registered on this worker");
+  CHECK_FALSE(from_settings(settings, problem,
+                            std::make_shared<conv_example::conv_classifier>()));
+  CHECK(problem.find("built differently on this worker") != std::string::npos);
 }

@@ -23,7 +23,7 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
   p.cursor = 320;
   std::vector<frame> frames{heartbeat{3, 2, 17, 123456},
                             preemption_notice{4, 30000},
-                            join_request{5, "zone-a", "0.1.0", {1, 2, 3}},
+                            join_request{5, "zone-a", "0.1.0", {1, 2, 3}, "", ""},
                             p,
                             step_report{1, 1, 2, 17, 3.25, 0.5, 4, 4, 4, 1},
                             commit{2, 17, 0.75}};
@@ -71,8 +71,8 @@ TEST_CASE("frames over the size limit are rejected before parsing", "[schema]") 
 
 TEST_CASE("random and truncated bytes are rejected, never crash", "[schema]") {
   std::mt19937 gen(42);
-  auto good =
-      encode(join_request{5, "zone-a", "0.1.0", std::vector<std::uint8_t>(64, 7)});
+  auto good = encode(
+      join_request{5, "zone-a", "0.1.0", std::vector<std::uint8_t>(64, 7), "", ""});
   for (std::size_t n = 0; n < good.size(); ++n) {
     auto d = decode(good.data(), n);
     if (n > 0) // a truncated frame must not decode as the full one

@@ -7,7 +7,7 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 8;
+const minorVersion :UInt16 = 9;
 
 struct Heartbeat {
   node @0 :UInt32;
@@ -32,6 +32,9 @@ struct JoinRequest {
   version @2 :Text;
   proof @3 :Data;   # 1.6: HMAC-SHA256(token, "bamboo-worker", both nonces and
                     # both identities); before 1.6 of the manager's nonce alone
+  model @4 :Text;       # 1.8: the trainer's own model this worker builds ("": the
+                        # built-in ones only)
+  modelDigest @5 :Text; # 1.8: its configuration's digest (model_digest)
 }
 
 struct StageAssignment {
@@ -135,6 +138,7 @@ struct TrainConfig {
   threads @22 :UInt32;
   redundancy @23 :Text;    # "off", "lazy" or "eager"
   pipelines @24 :UInt32;   # 1.7: data-parallel pipelines (0 from older writers: 1)
+  modelDigest @25 :Text;   # 1.8: a trainer's own model (named by `model`): its digest
 }
 
 # Sets up a node: its stage, the replica it holds, the run's configuration.

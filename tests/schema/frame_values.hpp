@@ -19,7 +19,7 @@ inline auto fields(const preemption_notice& x) {
   return std::tie(x.node, x.deadline_ms);
 }
 inline auto fields(const join_request& x) {
-  return std::tie(x.node, x.zone, x.version, x.proof);
+  return std::tie(x.node, x.zone, x.version, x.proof, x.model, x.model_digest);
 }
 inline auto fields(const stage_assignment& x) {
   return std::tie(x.pipeline, x.stage, x.node, x.shadow_node);
@@ -61,7 +61,7 @@ inline auto fields(const train_settings& x) {
                   x.dropout, x.lr, x.min_lr_ratio, x.warmup_steps, x.beta1, x.beta2,
                   x.eps, x.weight_decay, x.clip_norm, x.stages, x.micro_batch,
                   x.global_batch, x.steps, x.seed, x.data, x.threads, x.redundancy,
-                  x.pipelines);
+                  x.pipelines, x.model_digest);
 }
 inline bool operator==(const train_settings& a, const train_settings& b) {
   return fields(a) == fields(b);
@@ -172,6 +172,7 @@ inline train_settings sample_settings() {
   s.threads = 2;
   s.redundancy = "eager";
   s.pipelines = 2;
+  s.model_digest = "9f86d081";
   return s;
 }
 
@@ -189,7 +190,7 @@ inline std::vector<frame> every_kind() {
   return {
       heartbeat{3, 2, 17, -123456},
       preemption_notice{4, 30000},
-      join_request{5, "zone-a", "0.1.0", {1, 2, 3}},
+      join_request{5, "zone-a", "0.1.0", {1, 2, 3}, "conv-classifier", "9f86d081"},
       p,
       rep,
       commit{12, 17, 0.75},

@@ -90,7 +90,8 @@ struct joined_member {
     const auto& challenge = std::get<schema::join_challenge>(*c);
     h.manager_nonce = challenge.nonce;
     REQUIRE(check_proof(token, proof_role::manager, h, challenge.proof));
-    send(schema::join_request{0, "zone-a", "0.1.0", prove(token, proof_role::worker, h)});
+    send(schema::join_request{0, "zone-a", "0.1.0", prove(token, proof_role::worker, h),
+                              "", ""});
     auto a = next();
     REQUIRE(a);
     REQUIRE(std::holds_alternative<schema::join_accept>(*a));
@@ -239,10 +240,11 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
   answer();
   REQUIRE(answers.size() == 1);
   h.manager_nonce = std::get<schema::join_challenge>(answers[0]).nonce;
-  guesser->send(m.gateway,
-                to_wire(schema::join_request{
-                    0, "zone-a", "0.1.0",
-                    prove("a guess of the cluster token", proof_role::worker, h)}));
+  guesser->send(
+      m.gateway,
+      to_wire(schema::join_request{
+          0, "zone-a", "0.1.0",
+          prove("a guess of the cluster token", proof_role::worker, h), "", ""}));
   answer();
   REQUIRE(answers.size() == 2);
   REQUIRE(std::holds_alternative<schema::join_refused>(answers[1]));

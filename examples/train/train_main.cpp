@@ -1,13 +1,16 @@
-// bamboo-train: trains a GPT or BERT split into S pipeline stages, each a CAF
+// bamboo-train (and a trainer's own binary, through bamboo::main): trains a
+// GPT, a BERT or the trainer's model split into S pipeline stages, each a CAF
 // actor, driven by the cluster manager. Reads like this:
 //   1. parse the command line into a train_config,
-//   2. run it in an embedded cluster (or, with --processes, a bamboo-manager and
-//      one bamboo-worker process per stage), printing progress and metrics,
+//   2. run it in an embedded cluster (or, with --processes, a manager and one
+//      worker process per stage), printing progress and metrics,
 //   3. summarise: steps, preemptions survived, recomputed work, failover latency.
 #include <cstdio>
 #include <iostream>
 
 #include "actors/embedded_cluster.hpp"
+#include "examples/cluster/child_process.hpp"
+#include "examples/programs/main.hpp"
 #include "examples/train/cli.hpp"
 #include "examples/train/local_cluster.hpp"
 #include "examples/train/report.hpp"
@@ -15,7 +18,7 @@
 #include "log/log.hpp"
 #include "model/schedule.hpp"
 
-using namespace bamboo;
+namespace bamboo {
 
 namespace {
 // bamboo-train's own options with a value, which the manager does not take.
@@ -24,9 +27,9 @@ constexpr const char* launcher_options[] = {
     "--trace-speedup", "--max-workers", "--notice-s",        "--zones"};
 } // namespace
 
-int main(int argc, char** argv) {
+int train_main(int argc, char** argv, std::shared_ptr<const model_definition> model) {
   int exit_code = 0;
-  auto opts = app::parse_cli(argc, argv, exit_code);
+  auto opts = app::parse_cli(argc, argv, exit_code, model);
   if (!opts)
     return exit_code;
   log::set_level(opts->log_level);
@@ -88,6 +91,10 @@ int main(int argc, char** argv) {
       lc.notice = std::chrono::milliseconds(static_cast<long>(opts->notice_s * 1000));
     }
     lc.manager_args = std::move(args);
+    if (model) { // every process is this program, so that each builds the model
+      lc.manager_program = {proc::program_path(), "manager"};
+      lc.worker_program = {proc::program_path(), "worker"};
+    }
     lc.workers = lc.trace            ? lc.trace->initial_workers()
                  : opts->workers > 0 ? opts->workers
                                      : cfg.coordinates();
@@ -119,3 +126,5 @@ int main(int argc, char** argv) {
   report.summary(*result);
   return report.write_digests("bamboo-train", *result) && report.written() ? 0 : 1;
 }
+
+} // namespace bamboo

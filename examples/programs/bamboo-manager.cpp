@@ -1,0 +1,6 @@
+// bamboo-manager: the library's manager_main with the built-in models (GPT, BERT).
+#include "examples/programs/main.hpp"
+
+int main(int argc, char** argv) {
+  return bamboo::manager_main(argc, argv, nullptr);
+}

@@ -1,0 +1,6 @@
+// bamboo-worker: the library's worker_main with the built-in models (GPT, BERT).
+#include "examples/programs/main.hpp"
+
+int main(int argc, char** argv) {
+  return bamboo::worker_main(argc, argv, nullptr);
+}
