@@ -76,6 +76,7 @@ private:
   void snapshot(const std::shared_ptr<checkpoint_writer>& writer,
                 std::function<void(bool written)> then = {});
   void submit_manifests(checkpoint_writer& writer);
+  static void submit(checkpoint_writer& writer, checkpoint_manifest m);
   void close_failovers(step_record& rec, clock_type::time_point now);
   bool degraded() const;
   std::string unprotected() const;
@@ -132,15 +133,15 @@ private:
   std::map<int, pending_copy> copies_;
   std::uint64_t copy_round_ = 0; // a loss abandons the copies under way
   // Checkpoints whose files are being written: the run is done after them.
-  // Each writer gets its manifests in step order, whichever files finish first
-  // (a hook hears of step 2 before step 4, and pruning never sees them swapped).
+  // The run's checkpoints reach their writer in step order, whichever files
+  // finish first (a hook hears of step 2 before step 4, and pruning never sees
+  // them swapped).
   struct pending_checkpoint {
     checkpoint_manifest m;
     std::size_t left = 0;
     bool failed = false, gathered = false;
   };
-  std::map<const checkpoint_writer*, std::deque<std::shared_ptr<pending_checkpoint>>>
-      manifests_;
+  std::deque<std::shared_ptr<pending_checkpoint>> manifests_;
   int snapshots_ = 0;
   bool done_waiting_ = false;
   // Re-plans: the members outside the plan, and the one under way (a loss

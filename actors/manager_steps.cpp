@@ -255,13 +255,20 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
   const auto owners = distinct_owners(/*first_pipeline=*/true); // all hold the same
   g->left = owners.size();
   ++snapshots_;
-  manifests_[writer.get()].push_back(g);
+  // The run's checkpoints reach their writer in step order; a re-plan's state
+  // (one at a time, waited for) goes at once.
+  const bool in_order = writer == spec_.checkpoints;
+  if (in_order)
+    manifests_.push_back(g);
   const auto dir = checkpoint_step_dir(writer->dir(), step_);
-  auto one_done = [this, g, writer, then = std::move(then)] {
+  auto one_done = [this, g, writer, in_order, then = std::move(then)] {
     if (--g->left > 0)
       return;
     g->gathered = true;
-    submit_manifests(*writer);
+    if (in_order)
+      submit_manifests(*writer);
+    else if (!g->failed)
+      submit(*writer, std::move(g->m));
     --snapshots_;
     if (then)
       then(!g->failed);
@@ -283,18 +290,19 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
             });
 }
 
-// Hands `writer` the manifests whose files are all in, oldest step first,
+void manager_state::submit(checkpoint_writer& writer, checkpoint_manifest m) {
+  std::sort(m.files.begin(), m.files.end(),
+            [](const auto& a, const auto& b) { return a.file < b.file; });
+  writer.submit(std::move(m));
+}
+
+// Hands `writer` the checkpoints whose files are all in, oldest step first,
 // stopping at one still being gathered.
 void manager_state::submit_manifests(checkpoint_writer& writer) {
-  auto& q = manifests_[&writer];
-  while (!q.empty() && q.front()->gathered) {
-    auto& m = q.front()->m;
-    if (!q.front()->failed) {
-      std::sort(m.files.begin(), m.files.end(),
-                [](const auto& a, const auto& b) { return a.file < b.file; });
-      writer.submit(std::move(m));
-    }
-    q.pop_front();
+  while (!manifests_.empty() && manifests_.front()->gathered) {
+    if (!manifests_.front()->failed)
+      submit(writer, std::move(manifests_.front()->m));
+    manifests_.pop_front();
   }
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "control.capnp.h"
+#include "schema/inspect_codec.hpp"
 
 namespace bamboo::schema {
 
@@ -195,6 +196,13 @@ struct writer {
     r.setDelta(x.delta);
     r.setTimeoutMs(x.timeout_ms);
   }
+  void operator()(const observe_request& x) {
+    b.initObserve().setProof(bytes_of(x.proof));
+  }
+  void operator()(const snapshot_request& x) {
+    b.initSnapshotRequest().setRequest(x.request);
+  }
+  void operator()(const cluster_snapshot& x) { put_snapshot(b.initSnapshot(), x); }
   void operator()(const store_reply& x) {
     auto r = b.initStoreReply();
     r.setRequest(x.request);
@@ -465,6 +473,13 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     out.expected.assign(e.begin(), e.end());
     return out;
   }
+  case wire::Frame::Body::OBSERVE: {
+    auto proof = b.getObserve().getProof();
+    return observe_request{std::vector<std::uint8_t>(proof.begin(), proof.end())};
+  }
+  case wire::Frame::Body::SNAPSHOT_REQUEST:
+    return snapshot_request{b.getSnapshotRequest().getRequest()};
+  case wire::Frame::Body::SNAPSHOT: return get_snapshot(b.getSnapshot());
   case wire::Frame::Body::STORE_REPLY: {
     auto r = b.getStoreReply();
     auto v = r.getValue();

@@ -269,14 +269,47 @@ struct store_reply {
   std::string error; // empty on success
 };
 
-using frame =
-    std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
-                 challenge_request, join_challenge, join_accept, join_refused,
-                 frame_rejected, assign, attach, run_step, progress_request,
-                 progress_report, resume, shadow_link, committed, synced, step_failed,
-                 generation_end, leave, sync_lost, resync, state_request, state_report,
-                 state_copy, state_copied, checkpoint_request, checkpoint_written,
-                 store_request, store_reply>;
+// The inspector's frames (1.8).
+struct observe_request {
+  std::vector<std::uint8_t> proof;
+};
+
+struct snapshot_request {
+  std::uint64_t request = 0;
+};
+
+struct node_status {
+  std::uint32_t node = 0;
+  std::string zone, state;
+  std::int64_t heartbeat_age_ms = -1;
+};
+
+struct cluster_event {
+  std::int64_t time_ms = 0;
+  std::string text;
+};
+
+struct cluster_snapshot {
+  std::uint64_t request = 0;
+  std::string model;
+  std::uint64_t generation = 0;
+  std::int64_t step = -1, steps = 0;
+  double loss = 0, samples_per_s = 0;
+  std::uint32_t pipelines = 0, stages = 0;
+  std::vector<std::int32_t> owners, shadows;
+  std::vector<node_status> nodes;
+  std::vector<cluster_event> events;
+  std::vector<double> losses;
+  std::int64_t uptime_ms = 0;
+};
+
+using frame = std::variant<
+    heartbeat, preemption_notice, join_request, plan, step_report, commit,
+    challenge_request, join_challenge, join_accept, join_refused, frame_rejected, assign,
+    attach, run_step, progress_request, progress_report, resume, shadow_link, committed,
+    synced, step_failed, generation_end, leave, sync_lost, resync, state_request,
+    state_report, state_copy, state_copied, checkpoint_request, checkpoint_written,
+    store_request, store_reply, observe_request, snapshot_request, cluster_snapshot>;
 
 // The actor a frame is for, among those one process stands for (1.2): its
 // stage, the replica it was assigned, or (1.4) a replica of stage s added

@@ -285,6 +285,47 @@ struct StoreReply {
   error @3 :Text;        # empty on success ("timeout" when keys did not appear)
 }
 
+# The inspector (1.8): an observer (bamboo-inspect) that proves the token like a
+# worker, after the same challenge, and never counts as a node. It asks; the
+# manager answers, and never waits for it.
+struct ObserveRequest {
+  proof @0 :Data;   # HMAC-SHA256(token, "bamboo-inspect", both nonces and identities)
+}
+
+struct SnapshotRequest {
+  request @0 :UInt64;
+}
+
+struct NodeStatus {
+  node @0 :UInt32;
+  zone @1 :Text;
+  state @2 :Text;            # active, shadow, standby, degraded, lost, fenced, left
+  heartbeatAgeMs @3 :Int64;  # since its last heartbeat; -1: not watched
+}
+
+struct ClusterEvent {
+  timeMs @0 :Int64;          # since the manager started
+  text @1 :Text;
+}
+
+struct ClusterSnapshot {
+  request @0 :UInt64;
+  model @1 :Text;
+  generation @2 :UInt64;
+  step @3 :Int64;            # the last committed step; -1 before the first
+  steps @4 :Int64;           # of the run
+  loss @5 :Float64;
+  samplesPerS @6 :Float64;
+  pipelines @7 :UInt32;
+  stages @8 :UInt32;
+  owners @9 :List(Int32);    # the node of each stage p*S+s
+  shadows @10 :List(Int32);  # the node of its shadow; -1: none
+  nodes @11 :List(NodeStatus);
+  events @12 :List(ClusterEvent);   # the latest, oldest first
+  losses @13 :List(Float64);        # the latest steps' losses, oldest first
+  uptimeMs @14 :Int64;
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -322,6 +363,9 @@ struct Frame {
     checkpointWritten @33 :CheckpointWritten;   # 1.5
     storeRequest @34 :StoreRequest;   # 1.6
     storeReply @35 :StoreReply;       # 1.6
+    observe @36 :ObserveRequest;      # 1.8
+    snapshotRequest @37 :SnapshotRequest; # 1.8
+    snapshot @38 :ClusterSnapshot;    # 1.8
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
                         # 2 shadow; 1.4: 3 + s, a replica of stage s added later)

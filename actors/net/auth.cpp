@@ -40,8 +40,9 @@ std::vector<std::uint8_t> make_nonce() {
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
                                 const handshake& h) {
   std::vector<std::uint8_t> msg;
-  append(msg,
-         std::string(role == proof_role::manager ? "bamboo-manager" : "bamboo-worker"));
+  append(msg, std::string(role == proof_role::manager  ? "bamboo-manager"
+                          : role == proof_role::worker ? "bamboo-worker"
+                                                       : "bamboo-inspect"));
   append(msg, h.worker_nonce);
   append(msg, h.manager_nonce);
   append(msg, h.worker_id);

@@ -23,7 +23,9 @@ struct handshake {
   std::string worker_id, manager_id;
 };
 
-enum class proof_role { manager, worker };
+// An observer (bamboo-inspect) proves the token as a worker does, under its
+// own role: its proof cannot join as a node.
+enum class proof_role { manager, worker, observer };
 
 std::vector<std::uint8_t> make_nonce();
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,

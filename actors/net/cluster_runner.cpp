@@ -11,6 +11,7 @@
 #include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
 #include "actors/net/gateway.hpp"
+#include "actors/net/inspect_board.hpp"
 #include "actors/net/network.hpp"
 #include "actors/net/stage_proxy.hpp"
 #include "actors/net/wire_values.hpp"
@@ -246,6 +247,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   gs.heartbeats = opts.heartbeats;
   gs.listener = self;
   gs.model = cfg.custom_model;
+  auto board = std::make_shared<inspect_board>();
+  gs.board = board;
   auto gateway = spawn_gateway(sys, gs);
   auto stop_gateway = [&] {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
@@ -271,8 +274,12 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   std::shared_ptr<checkpoint_writer> writer;
   if (ck.every > 0) {
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
-    if (opts.on_checkpoint)
-      writer->on_written(opts.on_checkpoint);
+    writer->on_written([board, hook = opts.on_checkpoint](std::int64_t step,
+                                                          const std::string& at) {
+      board->event("checkpoint of step " + std::to_string(step) + " written in " + at);
+      if (hook)
+        hook(step, at);
+    });
   }
   replan_dir replan_files(ck.dir);
   if (!replan_files.problem().empty()) {
@@ -298,14 +305,25 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     const auto in_plan = plan_members(live, run_cfg.pipelines, run_cfg.stages);
     const int planned = run_cfg.coordinates();
     auto standby = [&] { return static_cast<int>(live.size()) - planned; };
+    board->set_run(cfg.custom_model ? cfg.custom_model->name()
+                                    : to_string(cfg.model.kind),
+                   run_cfg.pipelines, run_cfg.stages, run_cfg.steps);
     manager_spec spec;
     spec.cfg = run_cfg;
     spec.parts = partition(model_of(run_cfg, corpus)->layer_costs(), run_cfg.stages);
     spec.nodes = std::make_shared<process_nodes>(run_cfg, in_plan, gateway,
                                                  opts.frame_limit, generation, resume);
     spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
-    spec.on_step = opts.on_step;
-    spec.on_failover = opts.on_failover;
+    spec.on_step = [board, hook = opts.on_step](const step_record& r) {
+      board->on_step(r);
+      if (hook)
+        hook(r);
+    };
+    spec.on_failover = [board, hook = opts.on_failover](const failover_record& f) {
+      board->on_failover(f);
+      if (hook)
+        hook(f);
+    };
     spec.collect_digests = opts.collect_digests;
     spec.result = std::make_shared<run_result>();
     spec.first_step = first_step;
@@ -384,6 +402,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
             "standby): {}",
             first_step, live.size(), run_cfg.pipelines, run_cfg.stages,
             static_cast<int>(live.size()) - run_cfg.coordinates(), r.replan_reason);
+        board->event("a new plan from step " + std::to_string(first_step) + ": " +
+                     r.replan_reason);
         if (opts.on_replan)
           opts.on_replan(first_step, r.replan_reason);
         continue;
@@ -436,6 +456,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     log_manager->warn("rolling back to the checkpoint of step {} on {} workers, {} "
                       "stages: {}",
                       first_step, live.size(), run_cfg.stages, describe(failure));
+    board->event("rolled back to step " + std::to_string(first_step) + ": " +
+                 describe(failure));
     if (opts.on_rollback)
       opts.on_rollback(first_step, describe(failure));
   }

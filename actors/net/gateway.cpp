@@ -10,6 +10,7 @@
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/inspect_board.hpp"
 #include "actors/net/kv_store.hpp"
 #include "actors/net/wire_values.hpp"
 #include "log/log.hpp"
@@ -28,6 +29,8 @@ struct gateway_state {
   caf::behavior make_behavior(gateway_spec spec) {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.gateway");
+    if (!spec_.board) // admission only: the members, no run
+      spec_.board = std::make_shared<inspect_board>();
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
     self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
     // Only frames come from other processes; the atoms are this process's own
@@ -189,6 +192,7 @@ private:
     self_->monitor(caf::actor_cast<caf::actor>(sender));
     tracker_.watch(node, clock_type::now());
     logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
+    spec_.board->on_join(node, j.zone);
     reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
                               static_cast<std::uint32_t>(spec_.heartbeats.period.count()),
                               static_cast<std::uint32_t>(spec_.heartbeats.misses)});
@@ -283,6 +287,53 @@ private:
     return false;
   }
 
+  // An observer: the same challenge as a worker, its proof under its own
+  // role, never a node. Answered with a snapshot at once and at each request.
+  void handle(const schema::observe_request& o) {
+    auto sender = self_->current_sender();
+    auto it = pending_.find(sender);
+    if (it == pending_.end()) {
+      if (remember(told_, sender))
+        reply(schema::join_refused{"ask for a challenge first"});
+      return;
+    }
+    const auto h = std::move(it->second);
+    pending_.erase(it);
+    if (!check_proof(spec_.token, proof_role::observer, h, o.proof)) {
+      refused(sender, "an observer with the wrong cluster token");
+      reply(schema::join_refused{"wrong cluster token"});
+      return;
+    }
+    if (observers_.size() >= max_observers) {
+      reply(schema::join_refused{"too many observers (" + std::to_string(max_observers) +
+                                 ")"});
+      return;
+    }
+    if (observers_.insert(sender).second) {
+      self_->monitor(caf::actor_cast<caf::actor>(sender));
+      with_address(sender, [this](const std::string& from) {
+        logger_->info("an observer attached from {}", from);
+      });
+    }
+    reply(snapshot(0));
+  }
+
+  void handle(const schema::snapshot_request& r) {
+    if (!observers_.count(self_->current_sender()))
+      return stranger("a snapshot request");
+    reply(snapshot(r.request));
+  }
+
+  schema::cluster_snapshot snapshot(std::uint64_t request) {
+    const auto now = clock_type::now();
+    std::map<int, std::int64_t> ages;
+    for (const auto& [p, node] : members_)
+      if (auto seen = tracker_.last_seen(node))
+        ages[node] =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - *seen).count();
+    return spec_.board->snapshot(request, ages, now);
+  }
+
   template <class T>
   void handle(const T&) {
     if (remember(told_, self_->current_sender()))
@@ -304,6 +355,7 @@ private:
                     detail.empty() ? "" : " (" + detail + ")");
     tracker_.forget(member);
     members_.erase(it);
+    spec_.board->on_gone(member, cause ? "lost" : "left");
     for (auto& proxy : proxies_[member])
       self_->send_exit(proxy, make_loss(cause.value_or(failover_cause::connection_lost),
                                         cause ? detail : "it left"));
@@ -313,6 +365,8 @@ private:
   }
 
   void on_down(const caf::down_msg& dm) {
+    if (observers_.erase(caf::actor_cast<peer>(dm.source)) > 0)
+      return; // an observer detached
     if (dm.reason)
       lose(caf::actor_cast<peer>(dm.source), failover_cause::connection_lost,
            exit_words(dm.reason));
@@ -356,6 +410,8 @@ private:
   std::map<peer, int> members_;
   std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
   std::set<peer> told_;
+  static constexpr std::size_t max_observers = 16;
+  std::set<peer> observers_;
   heartbeat_tracker tracker_;
   int next_node_ = 0;
 };

@@ -17,6 +17,8 @@
 
 namespace bamboo {
 
+class inspect_board;
+
 // Messages (atoms in actors/protocol.hpp):
 //  (attach_atom, member) from a proxy of one of the member's actors: the gateway
 //    ends it (errc::node_lost, with the cause) when the member is lost, and hands
@@ -35,6 +37,9 @@ struct gateway_spec {
   // The run's custom model: a worker that does not build it (another name or
   // digest, or the built-in models only) is refused at join. Null: GPT or BERT.
   std::shared_ptr<const model_definition> model;
+  // What observers (bamboo-inspect) are shown; the gateway adds joins and
+  // losses, the run its steps and events. Null: one of the gateway's own.
+  std::shared_ptr<inspect_board> board;
 };
 
 caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec);

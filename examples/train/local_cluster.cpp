@@ -308,8 +308,10 @@ int run_local_cluster(const local_cluster_options& lo) {
       if (!e)
         return;
       if (e->kind == "listening" && workers.empty()) {
-        std::printf("bamboo-train: bamboo-manager (pid %d) listens on port %ld\n",
-                    static_cast<int>(manager->pid()), e->values[0]);
+        std::printf("bamboo-train: bamboo-manager (pid %d) listens on port %ld; watch it "
+                    "with: bamboo-inspect --token-file %s --watch 127.0.0.1:%ld\n",
+                    static_cast<int>(manager->pid()), e->values[0], token.path().c_str(),
+                    e->values[0]);
         std::fflush(stdout);
         port = e->values[0];
         // With zones, one at a time: worker i joins as node i, in zone i.

@@ -132,6 +132,29 @@ inline auto fields(const store_request& x) {
 inline auto fields(const store_reply& x) {
   return std::tie(x.request, x.value, x.number, x.error);
 }
+inline auto fields(const observe_request& x) {
+  return std::tie(x.proof);
+}
+inline auto fields(const snapshot_request& x) {
+  return std::tie(x.request);
+}
+inline auto fields(const node_status& x) {
+  return std::tie(x.node, x.zone, x.state, x.heartbeat_age_ms);
+}
+inline bool operator==(const node_status& a, const node_status& b) {
+  return fields(a) == fields(b);
+}
+inline auto fields(const cluster_event& x) {
+  return std::tie(x.time_ms, x.text);
+}
+inline bool operator==(const cluster_event& a, const cluster_event& b) {
+  return fields(a) == fields(b);
+}
+inline auto fields(const cluster_snapshot& x) {
+  return std::tie(x.request, x.model, x.generation, x.step, x.steps, x.loss,
+                  x.samples_per_s, x.pipelines, x.stages, x.owners, x.shadows, x.nodes,
+                  x.events, x.losses, x.uptime_ms);
+}
 
 // Equal kinds and equal fields.
 inline bool same_frame(const frame& a, const frame& b) {
@@ -221,7 +244,24 @@ inline std::vector<frame> every_kind() {
       checkpoint_request{43, 44, "/ckpt/step-00000044"},
       checkpoint_written{45, "stage-1.safetensors", "ab12", 4096, 7, "disk full"},
       store_request{46, store_op::compare_set, {"bamboo/gen2/0"}, {1, 2}, {3}, -5, 250},
-      store_reply{46, {9, 9}, 7, "timeout"}};
+      store_reply{46, {9, 9}, 7, "timeout"},
+      observe_request{{4, 5, 6}},
+      snapshot_request{47},
+      cluster_snapshot{48,
+                       "gpt",
+                       3,
+                       17,
+                       40,
+                       2.5,
+                       812.5,
+                       2,
+                       2,
+                       {0, 1, 2, 3},
+                       {1, -1, 3, 2},
+                       {{0, "a", "active", 12}, {4, "b", "lost", -1}},
+                       {{1500, "node 4 lost in step 16"}},
+                       {2.75, 2.5},
+                       90000}};
 }
 
 } // namespace bamboo::schema

@@ -1,0 +1,82 @@
+#include "actors/net/observer.hpp"
+
+#include <caf/all.hpp>
+
+#include "actors/errors.hpp"
+#include "actors/net/auth.hpp"
+#include "actors/net/frame_channel.hpp"
+
+namespace bamboo {
+
+observer::observer(caf::actor_system& sys, caf::actor gateway)
+    : self_(sys), gateway_(std::move(gateway)) {
+  self_->monitor(gateway_);
+}
+
+caf::expected<schema::frame>
+observer::next(std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return make_error(errc::node_lost, "the manager did not answer in time");
+    std::optional<caf::expected<schema::frame>> out;
+    self_->receive(
+        [&](const wire_frame& w) {
+          auto d = schema::decode(w.bytes);
+          if (d.error == schema::codec_errc::none)
+            out = d.value;
+        },
+        [&](const caf::down_msg&) {
+          out = caf::expected<schema::frame>{
+              make_error(errc::node_lost, "the manager is gone (its connection closed)")};
+        },
+        caf::after(left) >> [] {});
+    if (out)
+      return *out;
+  }
+}
+
+caf::expected<schema::cluster_snapshot>
+observer::attach(const std::string& token, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  handshake h{make_nonce(),
+              {},
+              caf::to_string(self_->home_system().node()),
+              caf::to_string(gateway_->node())};
+  self_->send(gateway_, to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce,
+                                                          h.worker_id}));
+  for (;;) {
+    auto f = next(deadline);
+    if (!f)
+      return f.error();
+    if (auto* refused = std::get_if<schema::join_refused>(&*f))
+      return make_error(errc::invalid_config, "refused: " + refused->reason);
+    if (auto* c = std::get_if<schema::join_challenge>(&*f)) {
+      h.manager_nonce = c->nonce;
+      if (auto why = refuse_manager(token, h, c->identity, c->proof))
+        return make_error(errc::invalid_config, "refused the manager: " + *why);
+      self_->send(gateway_, to_wire(schema::observe_request{
+                                prove(token, proof_role::observer, h)}));
+    } else if (auto* s = std::get_if<schema::cluster_snapshot>(&*f))
+      return *s;
+  }
+}
+
+caf::expected<schema::cluster_snapshot>
+observer::snapshot(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto request = ++request_;
+  self_->send(gateway_, to_wire(schema::snapshot_request{request}));
+  for (;;) {
+    auto f = next(deadline);
+    if (!f)
+      return f.error();
+    if (auto* s = std::get_if<schema::cluster_snapshot>(&*f); s && s->request == request)
+      return *s;
+    if (auto* refused = std::get_if<schema::join_refused>(&*f))
+      return make_error(errc::invalid_config, "refused: " + refused->reason);
+  }
+}
+
+} // namespace bamboo

@@ -1,0 +1,65 @@
+#include "schema/inspect_codec.hpp"
+
+namespace bamboo::schema {
+
+void put_snapshot(wire::ClusterSnapshot::Builder b, const cluster_snapshot& x) {
+  b.setRequest(x.request);
+  b.setModel(x.model);
+  b.setGeneration(x.generation);
+  b.setStep(x.step);
+  b.setSteps(x.steps);
+  b.setLoss(x.loss);
+  b.setSamplesPerS(x.samples_per_s);
+  b.setPipelines(x.pipelines);
+  b.setStages(x.stages);
+  auto owners = b.initOwners(static_cast<unsigned>(x.owners.size()));
+  for (unsigned i = 0; i < x.owners.size(); ++i)
+    owners.set(i, x.owners[i]);
+  auto shadows = b.initShadows(static_cast<unsigned>(x.shadows.size()));
+  for (unsigned i = 0; i < x.shadows.size(); ++i)
+    shadows.set(i, x.shadows[i]);
+  auto nodes = b.initNodes(static_cast<unsigned>(x.nodes.size()));
+  for (unsigned i = 0; i < x.nodes.size(); ++i) {
+    nodes[i].setNode(x.nodes[i].node);
+    nodes[i].setZone(x.nodes[i].zone);
+    nodes[i].setState(x.nodes[i].state);
+    nodes[i].setHeartbeatAgeMs(x.nodes[i].heartbeat_age_ms);
+  }
+  auto events = b.initEvents(static_cast<unsigned>(x.events.size()));
+  for (unsigned i = 0; i < x.events.size(); ++i) {
+    events[i].setTimeMs(x.events[i].time_ms);
+    events[i].setText(x.events[i].text);
+  }
+  auto losses = b.initLosses(static_cast<unsigned>(x.losses.size()));
+  for (unsigned i = 0; i < x.losses.size(); ++i)
+    losses.set(i, x.losses[i]);
+  b.setUptimeMs(x.uptime_ms);
+}
+
+cluster_snapshot get_snapshot(wire::ClusterSnapshot::Reader r) {
+  cluster_snapshot x;
+  x.request = r.getRequest();
+  x.model = r.getModel().cStr();
+  x.generation = r.getGeneration();
+  x.step = r.getStep();
+  x.steps = r.getSteps();
+  x.loss = r.getLoss();
+  x.samples_per_s = r.getSamplesPerS();
+  x.pipelines = r.getPipelines();
+  x.stages = r.getStages();
+  for (auto v : r.getOwners())
+    x.owners.push_back(v);
+  for (auto v : r.getShadows())
+    x.shadows.push_back(v);
+  for (auto n : r.getNodes())
+    x.nodes.push_back(
+        {n.getNode(), n.getZone().cStr(), n.getState().cStr(), n.getHeartbeatAgeMs()});
+  for (auto e : r.getEvents())
+    x.events.push_back({e.getTimeMs(), e.getText().cStr()});
+  for (auto v : r.getLosses())
+    x.losses.push_back(v);
+  x.uptime_ms = r.getUptimeMs();
+  return x;
+}
+
+} // namespace bamboo::schema

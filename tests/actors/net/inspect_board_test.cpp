@@ -1,0 +1,89 @@
+// The inspector's board as plain values: members' states follow the plan of
+// the last committed step, events and losses are bounded and in order.
+#include <catch2/catch.hpp>
+
+#include "actors/net/inspect_board.hpp"
+
+using namespace bamboo;
+using clock_type = inspect_board::clock;
+
+namespace {
+
+step_record step(std::int64_t k, std::vector<int> owners, std::vector<int> shadows,
+                 std::uint64_t generation = 1) {
+  step_record r;
+  r.step = k;
+  r.loss = 5.0 - 0.01 * static_cast<double>(k);
+  r.samples_per_s = 100;
+  r.generation = generation;
+  r.owners = std::move(owners);
+  r.shadows = std::move(shadows);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("the inspector's board says which member is active\\, a shadow\\, standby\\, "
+          "degraded or lost\\, from the plan of the last committed step",
+          "[net]") {
+  const auto t0 = clock_type::now();
+  inspect_board b{t0};
+  b.set_run("gpt", 1, 3, 10);
+  for (int n = 0; n < 5; ++n)
+    b.on_join(n, n < 2 ? "a" : "b", t0);
+  b.on_step(step(0, {0, 1, 2}, {2, 0, 1}));
+  auto s = b.snapshot(7, {{0, 12}, {1, 30}}, t0 + std::chrono::seconds(2));
+  CHECK(s.request == 7);
+  CHECK(s.model == "gpt");
+  CHECK(s.step == 0);
+  CHECK(s.steps == 10);
+  CHECK(s.stages == 3);
+  CHECK(s.uptime_ms == 2000);
+  CHECK(s.owners == std::vector<std::int32_t>{0, 1, 2});
+  REQUIRE(s.nodes.size() == 5);
+  CHECK(s.nodes[0].state == "active");
+  CHECK(s.nodes[0].zone == "a");
+  CHECK(s.nodes[0].heartbeat_age_ms == 12);
+  CHECK(s.nodes[2].heartbeat_age_ms == -1); // not watched
+  CHECK(s.nodes[3].state == "standby");
+
+  failover_record f;
+  f.node = 2;
+  f.stage = 2;
+  f.heir = 1;
+  f.step = 1;
+  f.latency_s = 0.25;
+  f.recomputed_forwards = 3;
+  b.on_gone(2, "lost", t0);
+  b.on_gone(2, "left", t0); // the first word stands
+  b.on_failover(f);
+  b.on_step(step(1, {0, 1, 1}, {3, 0, -1}, 2));
+  s = b.snapshot(8, {});
+  CHECK(s.generation == 2);
+  CHECK(s.nodes[1].state == "degraded");
+  CHECK(s.nodes[2].state == "lost");
+  CHECK(s.nodes[3].state == "shadow");
+  CHECK(s.nodes[4].state == "standby");
+  CHECK(s.losses == std::vector<double>{5.0, 4.99});
+  REQUIRE(s.events.size() == 7);
+  CHECK(s.events[5].text == "node 2 lost");
+  CHECK(s.events[6].text.find("node 2 lost in step 1 (") == 0);
+  CHECK(s.events[6].text.find("stage 2 moved to node 1, 0.250 s, 3 forwards") !=
+        std::string::npos);
+}
+
+TEST_CASE("the inspector's board keeps the latest events and losses only", "[net]") {
+  inspect_board b;
+  b.set_run("bert", 1, 2, 1000);
+  for (int k = 0; k < 300; ++k) {
+    b.event("event " + std::to_string(k));
+    b.on_step(step(k, {0, 1}, {1, 0}));
+  }
+  const auto s = b.snapshot(1, {});
+  REQUIRE(s.events.size() == inspect_board::max_events);
+  CHECK(s.events.front().text == "event 44");
+  CHECK(s.events.back().text == "event 299");
+  REQUIRE(s.losses.size() == inspect_board::max_losses);
+  CHECK(s.losses.back() == Approx(5.0 - 2.99));
+  CHECK(s.step == 299);
+}
