@@ -303,13 +303,32 @@ struct cluster_snapshot {
   std::int64_t uptime_ms = 0;
 };
 
-using frame = std::variant<
-    heartbeat, preemption_notice, join_request, plan, step_report, commit,
-    challenge_request, join_challenge, join_accept, join_refused, frame_rejected, assign,
-    attach, run_step, progress_request, progress_report, resume, shadow_link, committed,
-    synced, step_failed, generation_end, leave, sync_lost, resync, state_request,
-    state_report, state_copy, state_copied, checkpoint_request, checkpoint_written,
-    store_request, store_reply, observe_request, snapshot_request, cluster_snapshot>;
+struct command {
+  std::uint64_t request = 0;
+  std::vector<std::string> words;
+};
+
+struct command_answer {
+  std::uint64_t request = 0;
+  bool ok = false;
+  std::string text;
+};
+
+struct order {
+  std::string kind; // "preempt" or "notice"
+  double seconds = 0;
+  std::string reason;
+};
+
+using frame =
+    std::variant<heartbeat, preemption_notice, join_request, plan, step_report, commit,
+                 challenge_request, join_challenge, join_accept, join_refused,
+                 frame_rejected, assign, attach, run_step, progress_request,
+                 progress_report, resume, shadow_link, committed, synced, step_failed,
+                 generation_end, leave, sync_lost, resync, state_request, state_report,
+                 state_copy, state_copied, checkpoint_request, checkpoint_written,
+                 store_request, store_reply, observe_request, snapshot_request,
+                 cluster_snapshot, command, command_answer, order>;
 
 // The actor a frame is for, among those one process stands for (1.2): its
 // stage, the replica it was assigned, or (1.4) a replica of stage s added

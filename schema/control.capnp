@@ -326,6 +326,28 @@ struct ClusterSnapshot {
   uptimeMs @14 :Int64;
 }
 
+# An observer's command (1.8): `words` as typed ("preempt", "2"); answered
+# with what was done, or why not.
+struct Command {
+  request @0 :UInt64;
+  words @1 :List(Text);
+}
+
+struct CommandAnswer {
+  request @0 :UInt64;
+  ok @1 :Bool;
+  text @2 :Text;
+}
+
+# The manager to a worker (1.8): "preempt" (its process dies at once, as a
+# kill -9 would end it) or "notice" (a preemption notice, as a SIGTERM gives;
+# `seconds` > 0 sets the deadline), for an operator's command.
+struct Order {
+  kind @0 :Text;
+  seconds @1 :Float64;
+  reason @2 :Text;
+}
+
 struct Frame {
   major @0 :UInt16;
   minor @1 :UInt16;
@@ -366,6 +388,9 @@ struct Frame {
     observe @36 :ObserveRequest;      # 1.8
     snapshotRequest @37 :SnapshotRequest; # 1.8
     snapshot @38 :ClusterSnapshot;    # 1.8
+    command @39 :Command;             # 1.8
+    commandAnswer @40 :CommandAnswer; # 1.8
+    order @41 :Order;                 # 1.8
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
                         # 2 shadow; 1.4: 3 + s, a replica of stage s added later)

@@ -11,6 +11,7 @@
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/inspect_board.hpp"
+#include "actors/net/inspect_command.hpp"
 #include "actors/net/kv_store.hpp"
 #include "actors/net/wire_values.hpp"
 #include "log/log.hpp"
@@ -322,6 +323,35 @@ private:
     if (!observers_.count(self_->current_sender()))
       return stranger("a snapshot request");
     reply(snapshot(r.request));
+  }
+
+  // An operator's command: a preemption or a notice, carried out by the node
+  // itself on the manager's order (its process dies, or gets a SIGTERM).
+  void handle(const schema::command& c) {
+    if (!observers_.count(self_->current_sender()))
+      return stranger("a command");
+    auto parsed = parse_command(c.words);
+    if (!parsed.command)
+      return reply(schema::command_answer{c.request, false, parsed.error});
+    const auto& cmd = *parsed.command;
+    if (cmd.what == inspect_command::kind::help)
+      return reply(schema::command_answer{c.request, true, command_help()});
+    const bool kill = cmd.what == inspect_command::kind::preempt;
+    for (auto& [p, node] : members_)
+      if (node == cmd.node) {
+        self_->send(caf::actor_cast<caf::actor>(p),
+                    to_wire(schema::order{kill ? "preempt" : "notice", cmd.seconds,
+                                          "an operator's command (bamboo-inspect)"}));
+        const auto what =
+            kill ? "preempted: its process is killed" : "has a preemption notice";
+        logger_->warn("node {} {} by an operator's command", node, what);
+        spec_.board->event("operator: node " + std::to_string(node) + " " + what);
+        return reply(schema::command_answer{c.request, true,
+                                            "node " + std::to_string(node) + " " + what});
+      }
+    reply(schema::command_answer{c.request, false,
+                                 "node " + std::to_string(cmd.node) +
+                                     " is not a member (the snapshot lists them)"});
   }
 
   schema::cluster_snapshot snapshot(std::uint64_t request) {

@@ -79,4 +79,19 @@ observer::snapshot(std::chrono::milliseconds timeout) {
   }
 }
 
+caf::expected<schema::command_answer>
+observer::command(const std::vector<std::string>& words,
+                  std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto request = ++request_;
+  self_->send(gateway_, to_wire(schema::command{request, words}));
+  for (;;) {
+    auto f = next(deadline);
+    if (!f)
+      return f.error();
+    if (auto* a = std::get_if<schema::command_answer>(&*f); a && a->request == request)
+      return *a;
+  }
+}
+
 } // namespace bamboo

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/expected.hpp>
@@ -25,6 +26,9 @@ public:
   caf::expected<schema::cluster_snapshot> attach(const std::string& token,
                                                  std::chrono::milliseconds timeout);
   caf::expected<schema::cluster_snapshot> snapshot(std::chrono::milliseconds timeout);
+  // The manager's answer to an operator's command ("preempt 2").
+  caf::expected<schema::command_answer> command(const std::vector<std::string>& words,
+                                                std::chrono::milliseconds timeout);
 
 private:
   // The next frame from the gateway, or an error when it is gone or silent.

@@ -466,6 +466,13 @@ private:
     if (registry_)
       registry_->abort(g.generation, g.reason);
   }
+  void handle(const schema::order& o) {
+    if (!from_gateway())
+      return stranger();
+    logger_->warn("node {}: the manager orders '{}' ({})", member_, o.kind, o.reason);
+    if (spec_.on_order)
+      spec_.on_order(o.kind, o.seconds);
+  }
   void handle(const schema::leave& l) {
     if (l.stay) {
       // Only the actors of the plan being left say so (a late frame of an

@@ -47,6 +47,11 @@ struct worker_spec {
   // The trainer's own model, when this worker builds one (announced at join:
   // a manager training another model refuses the worker).
   std::shared_ptr<const model_definition> model;
+  // The manager's order, for an operator's command: "preempt" (end this
+  // process at once) or "notice" (a preemption notice; `seconds` > 0 sets its
+  // deadline). The program carries it out (bamboo-worker raises SIGKILL or
+  // SIGTERM on itself); unset, orders are logged and ignored.
+  std::function<void(const std::string& kind, double seconds)> on_order;
 };
 
 // (notice_atom, deadline_ms) to the agent: this process has a preemption

@@ -7,6 +7,7 @@
 // the node go; the worker leaves by the deadline in any case.
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <future>
@@ -149,6 +150,18 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
     std::fflush(stdout);
     status::emit("joined " + std::to_string(node) + " " + std::to_string(pid));
   };
+  // An operator's order through the manager (bamboo-inspect): the same signals
+  // a spot instance's end brings, raised here.
+  static std::atomic<long> ordered_deadline_ms{0};
+  ws.on_order = [](const std::string& kind, double seconds) {
+    if (kind == "preempt")
+      raise(SIGKILL);
+    else if (kind == "notice") {
+      if (seconds > 0)
+        ordered_deadline_ms = static_cast<long>(seconds * 1000);
+      raise(SIGTERM);
+    }
+  };
   auto agent = spawn_worker_agent(sys, ws);
   self->monitor(agent);
   bool noticed = false;
@@ -182,6 +195,8 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
     const int sig = process::stop_signal();
     if (sig == SIGTERM && !noticed) {
       noticed = true;
+      if (ordered_deadline_ms > 0)
+        deadline_ms = static_cast<int>(ordered_deadline_ms);
       deadline =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
       self->send(agent, notice_atom::value, static_cast<std::int64_t>(deadline_ms));

@@ -1,7 +1,9 @@
 // bamboo-inspect: attaches to a running manager as an observer (it proves the
 // cluster token like a worker and never counts as a node) and shows the run:
 // which node runs which stage and shadow, the members' states, the latest
-// events and losses. --json prints one snapshot; --watch prints each new
+// events and losses. On a terminal, a full-screen view refreshed every
+// --period-ms with a prompt for commands (preempt NODE, notice NODE [SECONDS]);
+// --json prints one snapshot, or a command's answer; --watch prints each new
 // event as a JSON line until the run ends.
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "actors/net/network.hpp"
 #include "actors/net/observer.hpp"
 #include "examples/cluster/process.hpp"
+#include "examples/inspect/console.hpp"
 #include "examples/inspect/snapshot_json.hpp"
 
 using namespace bamboo;
@@ -81,13 +84,18 @@ int main(int argc, char** argv) {
   CLI::App app{"bamboo-inspect: watch a running bamboo cluster"};
   std::string address, token_file;
   bool json = false, follow = false;
-  int period_ms = 500;
+  int period_ms = 100;
   double timeout_s = 10;
+  std::vector<std::string> words;
   app.add_option("address", address, "the manager's HOST:PORT")->required();
+  app.add_option("command", words,
+                 "with --json: a command to run (preempt NODE, notice NODE [SECONDS], "
+                 "help), its answer printed as JSON");
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
   app.add_flag("--json", json, "print one snapshot of the run as JSON and exit");
   app.add_flag("--watch", follow, "print each event as a JSON line until the run ends");
-  app.add_option("--period-ms", period_ms, "how often --watch asks")
+  app.add_option("--period-ms", period_ms,
+                 "how often the view and --watch ask the manager")
       ->check(CLI::Range(10, 60000))
       ->capture_default_str();
   app.add_option("--timeout-s", timeout_s, "how long the manager may take to answer")
@@ -101,11 +109,16 @@ int main(int argc, char** argv) {
     std::cerr << program << ": error: '" << address << "' is not HOST:PORT\n";
     return 2;
   }
-  if (!json && !follow) {
-    std::cerr << program << ": error: "
-              << (isatty(STDOUT_FILENO) ? "the full-screen view is not available yet"
-                                        : "standard output is not a terminal")
-              << ": pass --json or --watch\n";
+  if (!json && !follow && !isatty(STDOUT_FILENO)) {
+    std::cerr << program
+              << ": error: standard output is not a terminal: pass --json or "
+                 "--watch\n";
+    return 2;
+  }
+  if (!words.empty() && !json) {
+    std::cerr << program
+              << ": error: a command after the address needs --json (at the "
+                 "view's prompt, type it)\n";
     return 2;
   }
   auto token = process::token_or_complain(program, token_file);
@@ -136,9 +149,19 @@ int main(int argc, char** argv) {
   auto first = o.attach(*token, timeout);
   if (!first)
     return failed(first.error());
+  if (json && !words.empty()) {
+    auto a = o.command(words, timeout);
+    if (!a)
+      return failed(a.error());
+    std::printf("{\"ok\":%s,\"answer\":%s}\n", a->ok ? "true" : "false",
+                app::json_string(a->text).c_str());
+    return a->ok ? 0 : 2;
+  }
   if (json) {
     std::printf("%s\n", app::to_json(*first).c_str());
     return 0;
   }
+  if (!follow)
+    return app::run_console(o, address, std::chrono::milliseconds(period_ms), timeout);
   return watch(o, std::move(*first), std::chrono::milliseconds(period_ms), timeout);
 }

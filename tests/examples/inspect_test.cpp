@@ -28,6 +28,38 @@ outcome inspect(const std::string& port, const std::string& args,
                      " 127.0.0.1:" + port);
 }
 
+// A manager training `cfg` and its 4 workers, started one at a time (worker w
+// is node w), with the test token, until step 3 has committed.
+struct cluster {
+  scratch_dir dir;
+  std::unique_ptr<child> manager;
+  std::vector<std::unique_ptr<child>> workers;
+  std::string port;
+  explicit cluster(const train_config& cfg) {
+    manager =
+        std::make_unique<child>(dir, "manager",
+                                process_run::manager_args(cfg, dir.file("metrics.csv"),
+                                                          dir.file("digests.csv"), {}),
+                                test_token);
+    port = manager->wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
+    REQUIRE_FALSE(port.empty());
+    for (int w = 0; w < 4; ++w) {
+      workers.push_back(std::make_unique<child>(
+          dir, "w" + std::to_string(w),
+          std::vector<std::string>{BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port},
+          test_token));
+      REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) ==
+              std::to_string(w));
+    }
+    REQUIRE_FALSE(manager->wait_for(R"(step 3 \()", 30s).empty());
+  }
+};
+
+// tmux on a server of its own, for the view's tests.
+outcome tmux(const std::string& args) {
+  return run_command("tmux -L bamboo-test-" + std::to_string(getpid()) + " " + args);
+}
+
 } // namespace
 
 TEST_CASE("bamboo-inspect --json shows which node runs each stage and shadow\\, the "
@@ -36,24 +68,10 @@ TEST_CASE("bamboo-inspect --json shows which node runs each stage and shadow\\, 
   no_leftovers guard;
   auto cfg = small_gpt(71);
   cfg.steps = 60;
-  scratch_dir dir;
-  child manager(dir, "manager",
-                process_run::manager_args(cfg, dir.file("metrics.csv"),
-                                          dir.file("digests.csv"), {}),
-                test_token);
-  const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
-  REQUIRE_FALSE(port.empty());
-  std::vector<std::unique_ptr<child>> workers;
-  for (int w = 0; w < 4; ++w) { // one at a time: worker w is node w
-    workers.push_back(std::make_unique<child>(
-        dir, "w" + std::to_string(w),
-        std::vector<std::string>{BAMBOO_WORKER_BIN, "--manager", "127.0.0.1:" + port},
-        test_token));
-    REQUIRE(workers.back()->wait_for(R"(joined as node (\d+))", 20s) ==
-            std::to_string(w));
-  }
-  REQUIRE_FALSE(manager.wait_for(R"(step 3 \()", 30s).empty());
-
+  cluster c(cfg);
+  const auto& port = c.port;
+  auto& manager = *c.manager;
+  auto& workers = c.workers;
   auto before = inspect(port, "--json");
   INFO(before.output);
   REQUIRE(before.status == 0);
@@ -84,7 +102,7 @@ TEST_CASE("bamboo-inspect --json shows which node runs each stage and shadow\\, 
   CHECK(after.output.find("node 2 lost in step") != std::string::npos);
   CHECK(manager.wait_exit(60s) == 0);
   // The run's own record agrees: the snapshots' steps committed in their generations.
-  const auto m = read_metrics(dir.file("metrics.csv"));
+  const auto m = read_metrics(c.dir.file("metrics.csv"));
   REQUIRE(m.losses.size() == 60);
   CHECK(std::stol(field(after.output, "step")) > std::stol(field(before.output, "step")));
 }
@@ -118,4 +136,83 @@ TEST_CASE("bamboo-inspect refuses a wrong token\\, says when nobody listens\\, a
   auto bad = run_command(std::string(BAMBOO_INSPECT_BIN) + " --json nowhere");
   CHECK(bad.status == 2);
   CHECK(bad.output.find("'nowhere' is not HOST:PORT") != std::string::npos);
+}
+
+TEST_CASE(
+    "the full-screen view in tmux shows the cluster\\, and 'preempt 2' typed at its "
+    "prompt kills node 2: its stage moves to node 1 and the steps go on",
+    "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(73);
+  cfg.steps = 400;
+  cluster c(cfg);
+  auto capture = [] { return tmux("capture-pane -p -t view").output; };
+  auto shown = [&](const std::string& re) {
+    const std::regex pattern(re);
+    for (int i = 0; i < 200; ++i) {
+      auto screen = capture();
+      std::smatch m;
+      if (std::regex_search(screen, m, pattern))
+        return m.str(m.size() > 1 ? 1 : 0);
+      std::this_thread::sleep_for(50ms);
+    }
+    return std::string();
+  };
+  REQUIRE(tmux("new-session -d -s view -x 110 -y 40 'BAMBOO_TOKEN=" + test_token + " " +
+               BAMBOO_INSPECT_BIN + " 127.0.0.1:" + c.port + "'")
+              .status == 0);
+  INFO(capture());
+  CHECK_FALSE(shown(R"(PIPELINE  STAGE  NODE  SHADOW)").empty());
+  CHECK_FALSE(shown("model gpt").empty());
+  CHECK_FALSE(shown(R"(\n\s+0\s+2\s+2\s+1\n)").empty()); // stage 2 on node 2, shadow on 1
+
+  REQUIRE(tmux("send-keys -t view 'preempt 2' Enter").status == 0);
+  CHECK_FALSE(shown("node 2 preempted: its process is killed").empty());
+  CHECK(c.workers[2]->wait_exit(20s) == 128 + SIGKILL);
+  CHECK_FALSE(shown(R"(\n\s+2  default\s+lost)").empty());
+  CHECK_FALSE(shown(R"(\n\s+0\s+2\s+1\s+)").empty()); // stage 2 now on node 1
+  const auto first = std::stol(shown(R"(step (\d+)/400)"));
+  std::this_thread::sleep_for(1s);
+  const auto later = std::stol(shown(R"(step (\d+)/400)"));
+  CHECK(later > first);
+  const auto screen = capture();
+  INFO(screen);
+  CHECK(screen.find("node 2 lost in step") != std::string::npos);
+
+  REQUIRE(tmux("send-keys -t view quit Enter").status == 0);
+  for (int i = 0; i < 100 && tmux("has-session -t view").status == 0; ++i)
+    std::this_thread::sleep_for(50ms);
+  CHECK(tmux("has-session -t view").status != 0); // quit ended the view
+  tmux("kill-server");
+  c.manager->signal(SIGINT);
+  c.manager->wait_exit(30s);
+}
+
+TEST_CASE(
+    "bamboo-inspect --json runs an operator's command and answers it\\, and refuses "
+    "a command for a node that is not a member",
+    "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(75);
+  cfg.steps = 400;
+  cluster c(cfg);
+  auto bad = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
+                         " --json 127.0.0.1:" + c.port + " notice 9");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("{\"ok\":false,\"answer\":\"node 9 is not a member") !=
+        std::string::npos);
+  auto typo = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
+                          " --json 127.0.0.1:" + c.port + " preempt two");
+  CHECK(typo.output.find("'two' is not a node number") != std::string::npos);
+  auto notice = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
+                            " --json 127.0.0.1:" + c.port + " notice 3");
+  INFO(notice.output);
+  CHECK(notice.status == 0);
+  CHECK(notice.output.find("{\"ok\":true,\"answer\":\"node 3 has a preemption notice") !=
+        std::string::npos);
+  // The notice is a SIGTERM's: node 3 hands its stage over at a step boundary and leaves.
+  CHECK(c.workers[3]->wait_exit(30s) == 0);
+  CHECK_FALSE(c.manager->wait_for("node 3 has a preemption notice", 10s).empty());
+  c.manager->signal(SIGINT);
+  c.manager->wait_exit(30s);
 }

@@ -155,6 +155,15 @@ inline auto fields(const cluster_snapshot& x) {
                   x.samples_per_s, x.pipelines, x.stages, x.owners, x.shadows, x.nodes,
                   x.events, x.losses, x.uptime_ms);
 }
+inline auto fields(const command& x) {
+  return std::tie(x.request, x.words);
+}
+inline auto fields(const command_answer& x) {
+  return std::tie(x.request, x.ok, x.text);
+}
+inline auto fields(const order& x) {
+  return std::tie(x.kind, x.seconds, x.reason);
+}
 
 // Equal kinds and equal fields.
 inline bool same_frame(const frame& a, const frame& b) {
@@ -261,7 +270,10 @@ inline std::vector<frame> every_kind() {
                        {{0, "a", "active", 12}, {4, "b", "lost", -1}},
                        {{1500, "node 4 lost in step 16"}},
                        {2.75, 2.5},
-                       90000}};
+                       90000},
+      command{49, {"preempt", "2"}},
+      command_answer{49, true, "node 2 preempted"},
+      order{"notice", 30, "an operator's command"}};
 }
 
 } // namespace bamboo::schema

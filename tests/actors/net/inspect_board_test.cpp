@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "actors/net/inspect_board.hpp"
+#include "actors/net/inspect_command.hpp"
 
 using namespace bamboo;
 using clock_type = inspect_board::clock;
@@ -86,4 +87,30 @@ TEST_CASE("the inspector's board keeps the latest events and losses only", "[net
   REQUIRE(s.losses.size() == inspect_board::max_losses);
   CHECK(s.losses.back() == Approx(5.0 - 2.99));
   CHECK(s.step == 299);
+}
+
+TEST_CASE("an operator's commands are checked before the manager acts\\, and each "
+          "mistake gets a one-line answer",
+          "[net]") {
+  auto p = parse_command({"preempt", "2"});
+  REQUIRE(p.command);
+  CHECK(p.command->what == inspect_command::kind::preempt);
+  CHECK(p.command->node == 2);
+  p = parse_command({"notice", "3", "12.5"});
+  REQUIRE(p.command);
+  CHECK(p.command->what == inspect_command::kind::notice);
+  CHECK(p.command->seconds == 12.5);
+  CHECK(parse_command({"help"}).command);
+  CHECK(parse_command({}).error == "no command (help lists them)");
+  CHECK(parse_command({"reboot", "1"}).error ==
+        "unknown command 'reboot' (help lists them)");
+  CHECK(parse_command({"preempt"}).error == "usage: preempt NODE");
+  CHECK(parse_command({"preempt", "1", "2"}).error == "usage: preempt NODE");
+  CHECK(parse_command({"preempt", "-1"}).error == "preempt: '-1' is not a node number");
+  CHECK(parse_command({"notice", "x"}).error == "notice: 'x' is not a node number");
+  CHECK(parse_command({"notice", "1", "0"}).error ==
+        "notice: '0' is not a number of seconds in (0, 3600]");
+  CHECK(parse_command({"notice", "1", "nan"}).error.find("not a number of seconds") !=
+        std::string::npos);
+  CHECK(command_help().find("preempt NODE") != std::string::npos);
 }
