@@ -164,23 +164,32 @@ private:
     pending_[sender] = std::move(h);
   }
 
-  void handle(const schema::join_request& j) {
-    auto sender = self_->current_sender();
+  // The sender's answer to its challenge: whether it proves the token in
+  // `role`; a refusal is answered and logged (`who` in the log).
+  bool proven(const peer& sender, proof_role role, const std::vector<std::uint8_t>& proof,
+              const char* who) {
     auto it = pending_.find(sender);
     if (it == pending_.end()) {
       if (remember(told_, sender)) {
-        refused(sender, "no challenge was asked for");
+        refused(sender, std::string(who) + ": no challenge was asked for");
         reply(schema::join_refused{"ask for a challenge first"});
       }
-      return;
+      return false;
     }
     const auto h = std::move(it->second);
     pending_.erase(it);
-    if (!check_proof(spec_.token, proof_role::worker, h, j.proof)) {
-      refused(sender, "wrong cluster token");
+    if (!check_proof(spec_.token, role, h, proof)) {
+      refused(sender, std::string(who) + ": wrong cluster token");
       reply(schema::join_refused{"wrong cluster token"});
-      return;
+      return false;
     }
+    return true;
+  }
+
+  void handle(const schema::join_request& j) {
+    auto sender = self_->current_sender();
+    if (!proven(sender, proof_role::worker, j.proof, "a worker"))
+      return;
     if (joined_already(sender)) // asked for two challenges, answers both
       return;
     if (auto why = model_mismatch(spec_.model, j.model, j.model_digest)) {
@@ -292,19 +301,8 @@ private:
   // role, never a node. Answered with a snapshot at once and at each request.
   void handle(const schema::observe_request& o) {
     auto sender = self_->current_sender();
-    auto it = pending_.find(sender);
-    if (it == pending_.end()) {
-      if (remember(told_, sender))
-        reply(schema::join_refused{"ask for a challenge first"});
+    if (!proven(sender, proof_role::observer, o.proof, "an observer"))
       return;
-    }
-    const auto h = std::move(it->second);
-    pending_.erase(it);
-    if (!check_proof(spec_.token, proof_role::observer, h, o.proof)) {
-      refused(sender, "an observer with the wrong cluster token");
-      reply(schema::join_refused{"wrong cluster token"});
-      return;
-    }
     if (observers_.size() >= max_observers) {
       reply(schema::join_refused{"too many observers (" + std::to_string(max_observers) +
                                  ")"});
