@@ -203,25 +203,11 @@ struct writer {
     b.initSnapshotRequest().setRequest(x.request);
   }
   void operator()(const cluster_snapshot& x) { put_snapshot(b.initSnapshot(), x); }
-  void operator()(const command& x) {
-    auto c = b.initCommand();
-    c.setRequest(x.request);
-    auto words = c.initWords(static_cast<unsigned>(x.words.size()));
-    for (unsigned i = 0; i < x.words.size(); ++i)
-      words.set(i, x.words[i]);
-  }
+  void operator()(const command& x) { put_command(b.initCommand(), x); }
   void operator()(const command_answer& x) {
-    auto a = b.initCommandAnswer();
-    a.setRequest(x.request);
-    a.setOk(x.ok);
-    a.setText(x.text);
+    put_command_answer(b.initCommandAnswer(), x);
   }
-  void operator()(const order& x) {
-    auto o = b.initOrder();
-    o.setKind(x.kind);
-    o.setSeconds(x.seconds);
-    o.setReason(x.reason);
-  }
+  void operator()(const order& x) { put_order(b.initOrder(), x); }
   void operator()(const store_reply& x) {
     auto r = b.initStoreReply();
     r.setRequest(x.request);
@@ -499,21 +485,9 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   case wire::Frame::Body::SNAPSHOT_REQUEST:
     return snapshot_request{b.getSnapshotRequest().getRequest()};
   case wire::Frame::Body::SNAPSHOT: return get_snapshot(b.getSnapshot());
-  case wire::Frame::Body::COMMAND: {
-    auto c = b.getCommand();
-    command out{c.getRequest(), {}};
-    for (auto w : c.getWords())
-      out.words.emplace_back(w.cStr());
-    return out;
-  }
-  case wire::Frame::Body::COMMAND_ANSWER: {
-    auto a = b.getCommandAnswer();
-    return command_answer{a.getRequest(), a.getOk(), a.getText().cStr()};
-  }
-  case wire::Frame::Body::ORDER: {
-    auto o = b.getOrder();
-    return order{o.getKind().cStr(), o.getSeconds(), o.getReason().cStr()};
-  }
+  case wire::Frame::Body::COMMAND: return get_command(b.getCommand());
+  case wire::Frame::Body::COMMAND_ANSWER: return get_command_answer(b.getCommandAnswer());
+  case wire::Frame::Body::ORDER: return get_order(b.getOrder());
   case wire::Frame::Body::STORE_REPLY: {
     auto r = b.getStoreReply();
     auto v = r.getValue();

@@ -62,4 +62,38 @@ cluster_snapshot get_snapshot(wire::ClusterSnapshot::Reader r) {
   return x;
 }
 
+void put_command(wire::Command::Builder b, const command& x) {
+  b.setRequest(x.request);
+  auto words = b.initWords(static_cast<unsigned>(x.words.size()));
+  for (unsigned i = 0; i < x.words.size(); ++i)
+    words.set(i, x.words[i]);
+}
+
+command get_command(wire::Command::Reader r) {
+  command out{r.getRequest(), {}};
+  for (auto w : r.getWords())
+    out.words.emplace_back(w.cStr());
+  return out;
+}
+
+void put_command_answer(wire::CommandAnswer::Builder b, const command_answer& x) {
+  b.setRequest(x.request);
+  b.setOk(x.ok);
+  b.setText(x.text);
+}
+
+command_answer get_command_answer(wire::CommandAnswer::Reader r) {
+  return {r.getRequest(), r.getOk(), r.getText().cStr()};
+}
+
+void put_order(wire::Order::Builder b, const order& x) {
+  b.setKind(x.kind);
+  b.setSeconds(x.seconds);
+  b.setReason(x.reason);
+}
+
+order get_order(wire::Order::Reader r) {
+  return {r.getKind().cStr(), r.getSeconds(), r.getReason().cStr()};
+}
+
 } // namespace bamboo::schema

@@ -1,5 +1,5 @@
-// The inspector's frames to and from Cap'n Proto, for codec.cpp (the snapshot
-// is the largest struct on the wire; it keeps codec.cpp to the training frames).
+// The inspector's frames (and the orders its commands become) to and from
+// Cap'n Proto, for codec.cpp, which keeps to the training frames.
 #pragma once
 
 #include "control.capnp.h"
@@ -9,5 +9,11 @@ namespace bamboo::schema {
 
 void put_snapshot(wire::ClusterSnapshot::Builder b, const cluster_snapshot& x);
 cluster_snapshot get_snapshot(wire::ClusterSnapshot::Reader r);
+void put_command(wire::Command::Builder b, const command& x);
+command get_command(wire::Command::Reader r);
+void put_command_answer(wire::CommandAnswer::Builder b, const command_answer& x);
+command_answer get_command_answer(wire::CommandAnswer::Reader r);
+void put_order(wire::Order::Builder b, const order& x);
+order get_order(wire::Order::Reader r);
 
 } // namespace bamboo::schema

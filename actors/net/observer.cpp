@@ -63,35 +63,35 @@ observer::attach(const std::string& token, std::chrono::milliseconds timeout) {
   }
 }
 
-caf::expected<schema::cluster_snapshot>
-observer::snapshot(std::chrono::milliseconds timeout) {
+// Sends `ask` and waits for the answer of type T carrying its request number.
+template <class T>
+caf::expected<T> observer::ask(const schema::frame& ask, std::uint64_t request,
+                               std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const auto request = ++request_;
-  self_->send(gateway_, to_wire(schema::snapshot_request{request}));
+  self_->send(gateway_, to_wire(ask));
   for (;;) {
     auto f = next(deadline);
     if (!f)
       return f.error();
-    if (auto* s = std::get_if<schema::cluster_snapshot>(&*f); s && s->request == request)
-      return *s;
+    if (auto* a = std::get_if<T>(&*f); a && a->request == request)
+      return *a;
     if (auto* refused = std::get_if<schema::join_refused>(&*f))
       return make_error(errc::invalid_config, "refused: " + refused->reason);
   }
 }
 
+caf::expected<schema::cluster_snapshot>
+observer::snapshot(std::chrono::milliseconds timeout) {
+  const auto request = ++request_;
+  return ask<schema::cluster_snapshot>(schema::snapshot_request{request}, request,
+                                       timeout);
+}
+
 caf::expected<schema::command_answer>
 observer::command(const std::vector<std::string>& words,
                   std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   const auto request = ++request_;
-  self_->send(gateway_, to_wire(schema::command{request, words}));
-  for (;;) {
-    auto f = next(deadline);
-    if (!f)
-      return f.error();
-    if (auto* a = std::get_if<schema::command_answer>(&*f); a && a->request == request)
-      return *a;
-  }
+  return ask<schema::command_answer>(schema::command{request, words}, request, timeout);
 }
 
 } // namespace bamboo

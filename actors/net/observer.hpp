@@ -33,6 +33,9 @@ public:
 private:
   // The next frame from the gateway, or an error when it is gone or silent.
   caf::expected<schema::frame> next(std::chrono::steady_clock::time_point deadline);
+  template <class T>
+  caf::expected<T> ask(const schema::frame& ask, std::uint64_t request,
+                       std::chrono::milliseconds timeout);
   caf::scoped_actor self_;
   caf::actor gateway_;
   std::uint64_t request_ = 0;
