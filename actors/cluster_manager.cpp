@@ -26,6 +26,10 @@ void manager_state::init(manager_spec spec) {
   step_ = spec_.first_step;
   standby_ = spec_.standby;
   self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+  if (spec_.actors)
+    row_ = spec_.actors->enter("manager", -1, -1, "starting");
+  if (spec_.controls)
+    spec_.controls->set_redundancy(spec_.cfg.redundancy);
 }
 
 caf::behavior manager_state::make_behavior() {
@@ -53,9 +57,14 @@ caf::behavior manager_state::make_behavior() {
         if (node < 0 || node >= static_cast<int>(plan_.alive.size()) ||
             !plan_.alive[node] || finished_)
           return;
-        logger_->info("node {} will be preempted in {} ms: its stages move to their "
-                      "shadows at the next step boundary",
-                      id(node), deadline_ms);
+        if (deadline_ms < 0)
+          logger_->info("node {} drains: its stages move to their shadows at the next "
+                        "step boundary, then it leaves",
+                        id(node));
+        else
+          logger_->info("node {} will be preempted in {} ms: its stages move to their "
+                        "shadows at the next step boundary",
+                        id(node), deadline_ms);
         notices_.insert(node);
       },
       [this](step_failed_atom, std::uint64_t gen, std::int64_t k, int stage,
@@ -257,6 +266,7 @@ void manager_state::deliver_done() {
   logger_->info("run complete: {} steps, {} failovers", spec_.result->steps.size(),
                 spec_.result->failovers.size());
   spec_.result->generation = plan_.generation;
+  say("done", "after step " + std::to_string(step_ - 1));
   promise_.deliver(done_atom::value);
   shutdown();
 }

@@ -22,6 +22,8 @@ namespace bamboo {
 
 class preemption_injector;
 class checkpoint_writer;
+class run_controls;
+class actor_board;
 
 struct manager_spec {
   train_config cfg;
@@ -56,6 +58,12 @@ struct manager_spec {
   // --pipelines auto: a new plan adds a pipeline when standby members can
   // form one, or drops one when a node runs two stages and none is standby.
   bool auto_pipelines = false;
+  // An operator's commands (bamboo-inspect): pause and resume, a checkpoint
+  // now, a redundancy change (a re-plan, with `replans`), and in embedded mode
+  // a node's preemption, notice or drain. Null: none.
+  std::shared_ptr<run_controls> controls;
+  // Where the manager says what it is doing, for bamboo-inspect. Null: nowhere.
+  std::shared_ptr<actor_board> actors;
 };
 
 // (train_atom) -> (done_atom) once all steps committed, or an error
@@ -65,7 +73,8 @@ struct manager_spec {
 // (run_result::replanned_at), with the nodes kept for it.
 // (standby_atom, count): the live members outside the plan.
 // (notice_atom, node, deadline_ms): a preemption notice for the node; its
-// stages move to their shadows at the next step boundary.
+// stages move to their shadows at the next step boundary (deadline_ms < 0: an
+// operator drains the node).
 caf::actor spawn_manager(caf::actor_system& sys, manager_spec spec);
 
 } // namespace bamboo

@@ -6,9 +6,13 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_board.hpp"
 #include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
+#include "actors/net/inspect_board.hpp"
+#include "actors/net/network.hpp"
 #include "actors/resume_point.hpp"
+#include "actors/run_controls.hpp"
 #include "actors/stage_actor.hpp"
 #include "actors/system.hpp"
 #include "log/log.hpp"
@@ -50,6 +54,7 @@ public:
     sh.transports = r_.transports;
     sh.sync = r_.sync;
     sh.group = group;
+    sh.actors = r_.actors;
     auto actor = spawn_shadow_actor(manager, std::move(sh));
     group->add(actor);
     return actor;
@@ -148,7 +153,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   std::optional<replan_dir> replan_files;
   std::shared_ptr<checkpoint_writer> replans;
   std::size_t replan_failures = 0;
-  if (depths.min < cfg.stages) {
+  const bool inspect = opts.inspect.enabled;
+  if (depths.min < cfg.stages || inspect) { // an operator may change the redundancy
     replan_files.emplace(ck.dir);
     if (!replan_files->problem().empty())
       return make_error(errc::checkpoint_failed, replan_files->problem());
@@ -156,8 +162,34 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   }
 
   caf::actor_system_config sys_cfg;
-  configure(sys_cfg);
+  if (inspect)
+    configure_network(sys_cfg);
+  else
+    configure(sys_cfg);
   caf::actor_system sys{sys_cfg};
+  std::optional<inspect_endpoint> door;
+  if (inspect) {
+    auto e = open_inspect_endpoint(sys, opts.inspect, opts.heartbeats);
+    if (!e)
+      return e.error();
+    door = *e;
+    door->controls->set_checkpoints(writer != nullptr);
+    if (writer)
+      writer->on_written([board = door->board, hook = opts.on_checkpoint](
+                             std::int64_t step, const std::string& at) {
+        board->event("checkpoint of step " + std::to_string(step) + " written in " + at);
+        if (hook)
+          hook(step, at);
+      });
+  }
+  // Closed on every way out: attached observers see the run end.
+  struct closer {
+    std::optional<inspect_endpoint>& d;
+    ~closer() {
+      if (d)
+        d->close();
+    }
+  } close_door{door};
 
   auto kills = opts.preemptions;
   const int ops = static_cast<int>(
@@ -180,8 +212,10 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     res.corpus = corpus;
     res.heartbeat_period = opts.heartbeats.period;
     res.resume = resume;
-    if (!kills.empty())
+    if (!kills.empty() || door) // an operator may preempt a node
       res.injector = std::make_shared<preemption_injector>(kills);
+    if (door)
+      res.actors = door->actors;
     try {
       res.transports =
           std::make_shared<transport_registry>(opts.transport, run_cfg.coordinates());
@@ -198,6 +232,24 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     spec.collect_digests = opts.collect_digests;
     spec.on_step = opts.on_step;
     spec.on_failover = opts.on_failover;
+    if (door) {
+      door->board->set_run(cfg.custom_model ? cfg.custom_model->name()
+                                            : to_string(cfg.model.kind),
+                           run_cfg.pipelines, run_cfg.stages, run_cfg.steps);
+      spec.on_step = [board = door->board, hook = opts.on_step](const step_record& r) {
+        board->on_step(r);
+        if (hook)
+          hook(r);
+      };
+      spec.on_failover = [board = door->board,
+                          hook = opts.on_failover](const failover_record& f) {
+        board->on_failover(f);
+        if (hook)
+          hook(f);
+      };
+      spec.controls = door->controls;
+      spec.actors = door->actors;
+    }
     spec.result = std::make_shared<run_result>();
     spec.first_step = resume ? resume->step : 0;
     spec.first_generation = generation;
@@ -231,6 +283,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
       // state every stage saved at the boundary.
       auto failures = replans->finish(); // cumulative
       run_cfg.stages = plan_depth(static_cast<int>(r.alive.size()), depths);
+      if (door) // an operator's redundancy change
+        run_cfg.redundancy = door->controls->wanted_redundancy();
       auto point = failures.size() == replan_failures
                        ? checkpoint_at(
                              run_cfg, checkpoint_step_dir(replans->dir(), r.replanned_at))
@@ -242,6 +296,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
         ++total.replans;
         if (opts.on_replan)
           opts.on_replan(r.replanned_at, r.replan_reason);
+        if (door)
+          door->board->event("a new plan from step " + std::to_string(r.replanned_at) +
+                             ": " + r.replan_reason);
         log::get("bamboo.manager")
             ->info("a new plan from step {} on {} nodes, {} stages: {}", r.replanned_at,
                    r.alive.size(), run_cfg.stages, r.replan_reason);

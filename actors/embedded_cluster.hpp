@@ -8,6 +8,7 @@
 
 #include <caf/expected.hpp>
 
+#include "actors/net/inspect_endpoint.hpp"
 #include "actors/plan/heartbeat_tracker.hpp"
 #include "actors/plan/planner.hpp"
 #include "actors/plan/preemption.hpp"
@@ -45,6 +46,9 @@ struct run_options {
   // down to depths.min stages (zeros: cfg.stages, no re-partition). The state
   // moves through files in a scratch directory (DIR/replan with checkpoints).
   depth_range depths;
+  // bamboo-inspect may attach (bamboo-train --inspect-port): the observers'
+  // endpoint, with pause, resume, checkpoint, redundancy and node commands.
+  inspect_options inspect;
 };
 
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.

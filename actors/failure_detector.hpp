@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 
 #include <caf/fwd.hpp>
 
@@ -14,9 +15,13 @@
 
 namespace bamboo {
 
+class actor_board;
+
 // Spawns node `node`'s detector, monitored by `parent`; it heartbeats `target`
 // until it is killed.
+// With a board, its row says how many heartbeats it sent.
 caf::actor spawn_failure_detector(caf::local_actor* parent, int node, caf::actor target,
-                                  std::chrono::milliseconds period);
+                                  std::chrono::milliseconds period,
+                                  std::shared_ptr<actor_board> actors = nullptr);
 
 } // namespace bamboo

@@ -25,18 +25,35 @@ void manager_state::on_down(const caf::down_msg& dm) {
   if (it == node_of_.end())
     return;
   if (dm.reason == caf::exit_reason::kill)
-    node_lost(it->second, failover_cause::preempted, "", false);
+    lost(it->second, failover_cause::preempted, "");
   else if (auto l = loss_of(dm.reason)) // how a worker process went
-    node_lost(it->second, l->cause, l->detail, false);
+    lost(it->second, l->cause, l->detail);
   else
-    node_lost(it->second, failover_cause::actor_down, exit_words(dm.reason), false);
+    lost(it->second, failover_cause::actor_down, exit_words(dm.reason));
+}
+
+// A loss while paused waits for the resume (its recovery round would start
+// the step); else it fails over now.
+void manager_state::lost(int node, failover_cause cause, const std::string& detail) {
+  if (!paused_)
+    return node_lost(node, cause, detail, false);
+  for (const auto& l : held_losses_)
+    if (l.node == node)
+      return;
+  logger_->warn("node {} lost while paused ({}): it fails over when the run resumes",
+                id(node), to_string(cause));
+  tracker_.forget(node);
+  held_losses_.push_back({node, cause, detail});
 }
 
 void manager_state::on_tick() {
   if (finished_)
     return;
   for (int n : tracker_.expired(clock_type::now(), spec_.heartbeats.timeout()))
-    node_lost(n, failover_cause::missed_heartbeats, "", false);
+    lost(n, failover_cause::missed_heartbeats, "");
+  carry_out_orders();
+  if (paused_ && !recovering_)
+    begin_step(); // resumes if the operator said so
   self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
 }
 
@@ -137,6 +154,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
 // Ask every surviving owner what it has done of the step, then re-plan it.
 void manager_state::start_recovery() {
   recovering_ = true;
+  say("recovering", "step " + std::to_string(step_) + ": a recovery round");
   const auto round = ++round_;
   progress_.assign(coordinates(), std::nullopt);
   awaiting_.clear();
@@ -221,6 +239,7 @@ void manager_state::finish_recovery() {
   restarted_.clear();
   shadow_changed_.clear();
   recovering_ = false;
+  say("running", "step " + std::to_string(step_));
   for (int s : std::set<int>(resync_))
     maybe_resync(s);
   maybe_finish_step();

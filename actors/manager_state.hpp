@@ -19,10 +19,12 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_board.hpp"
 #include "actors/cluster_manager.hpp"
 #include "actors/plan/planner.hpp"
 #include "actors/plan/step_ledger.hpp"
 #include "actors/protocol.hpp"
+#include "actors/run_controls.hpp"
 #include "model/checkpoint.hpp"
 
 namespace spdlog {
@@ -62,6 +64,11 @@ private:
 
   // manager_steps.cpp
   void begin_step();
+  bool held();
+  void say(const char* state, const std::string& doing);
+  void carry_out_orders();
+  void maybe_checkpoint(bool periodic);
+  std::string redundancy_change();
   void start_owners();
   void run_owners();
   bool replan();
@@ -84,6 +91,7 @@ private:
   // manager_recovery.cpp
   void on_down(const caf::down_msg& dm);
   void on_tick();
+  void lost(int node, failover_cause cause, const std::string& detail);
   void on_step_failed(std::uint64_t gen, std::int64_t k, int stage,
                       const std::string& why);
   void node_lost(int node, failover_cause cause, const std::string& detail,
@@ -149,6 +157,18 @@ private:
   int standby_ = 0;
   std::uint64_t replan_round_ = 0;
   bool replanning_ = false;
+  // An operator's pause: no step starts; losses meanwhile fail over when the
+  // run resumes (a recovery round would start the step).
+  bool paused_ = false;
+  struct held_loss {
+    int node;
+    failover_cause cause;
+    std::string detail;
+  };
+  std::vector<held_loss> held_losses_;
+  std::int64_t last_checkpoint_ = -1; // the step of the last snapshot taken
+  bool redundancy_waits_ = false;     // a change asked for and logged as waiting
+  actor_board::entry row_;
 };
 
 } // namespace bamboo

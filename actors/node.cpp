@@ -36,6 +36,7 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
   st.group = h.group;
   st.transports = r.transports;
   st.sync = r.sync;
+  st.actors = r.actors;
   if (a.shadow_stage >= 0) {
     // The replica starts from the same (seeded) initial weights as its owner.
     auto replica = std::make_shared<stage_executor>(r.cfg, a.shadow_stage, a.shadow_range,
@@ -58,8 +59,9 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
   h.group->add(h.stage);
   if (!r.detector)
     return h;
-  h.detector = spawn_failure_detector(
-      supervisor, a.node, caf::actor_cast<caf::actor>(supervisor), r.heartbeat_period);
+  h.detector =
+      spawn_failure_detector(supervisor, a.node, caf::actor_cast<caf::actor>(supervisor),
+                             r.heartbeat_period, r.actors);
   h.group->add(h.detector);
   return h;
 }

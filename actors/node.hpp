@@ -23,6 +23,7 @@ namespace bamboo {
 class token_corpus;
 class transport_registry;
 class preemption_injector;
+class actor_board;
 struct checkpoint;
 
 // The actors of one node: when the node is preempted they all die at once.
@@ -71,6 +72,8 @@ struct node_resources {
   // A resumed run: every executor starts from this checkpoint (checked to
   // hold each stage's tensors before the nodes are spawned).
   std::shared_ptr<const checkpoint> resume;
+  // Where the node's actors say what they are doing (bamboo-inspect); may be null.
+  std::shared_ptr<actor_board> actors;
 };
 
 struct node_handles {

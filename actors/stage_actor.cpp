@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <chrono>
 
+#include "actors/actor_board.hpp"
 #include "actors/errors.hpp"
 #include "actors/plan/preemption.hpp"
 #include "actors/shadow_state.hpp"
@@ -12,6 +13,7 @@
 #include "log/log.hpp"
 #include "model/allocator.hpp"
 #include "model/checkpoint.hpp"
+#include "model/schedule.hpp"
 #include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
 
@@ -42,7 +44,7 @@ struct stage_state {
 
   explicit stage_state(stage_actor::pointer self) : self_(self) {}
 
-  void init(stage_actor_spec spec, caf::actor supervisor) {
+  void init(stage_actor_spec spec, caf::actor supervisor, const char* kind) {
     spec_ = std::move(spec);
     supervisor_ = std::move(supervisor);
     logger_ = log::get("bamboo.stage");
@@ -53,6 +55,18 @@ struct stage_state {
     frc_enabled_ =
         spec_.replica != nullptr && spec_.cfg.redundancy == redundancy_mode::eager;
     self_->set_default_handler(caf::print_and_drop);
+    if (spec_.actors)
+      row_ = spec_.actors->enter(kind, spec_.node, stage_,
+                                 std::string(kind) == "shadow" ? "shadow" : "active");
+  }
+
+  // What bamboo-inspect shows of this actor (its own mailbox: only it may look).
+  void say(const char* state, const std::string& doing) {
+    if (row_)
+      row_.set(state, doing, self_->mailbox().size());
+  }
+  static std::string step_words(std::int64_t k, const char* what) {
+    return "step " + std::to_string(k) + " " + what;
   }
 
   stage_actor::behavior_type active() {
@@ -115,6 +129,7 @@ struct stage_state {
         },
         [this](const shadow_update& u) {
           spec_.executor->apply_gradients(u.step, u.grads->grads);
+          say("shadow", step_words(u.step, "applied, idle"));
           tell(self_, supervisor_, synced_atom::value, u.generation, u.step, stage_);
         },
         [this](const schema::commit& c) {
@@ -126,6 +141,7 @@ struct stage_state {
               "node {}: promoting the shadow of stage {} in step {} (generation {})",
               spec_.node, stage_, o.step, o.generation);
           self_->become(active());
+          say("promoting", step_words(o.step, "taken over"));
           if (spec_.executor->updates() > o.step) {
             // The owner's update of this step reached us before it died: nothing
             // to redo, but the new generation's group forms only once every rank
@@ -267,9 +283,13 @@ private:
       return;
     step_outcome out;
     kill_hook hook;
-    if (spec_.injector)
+    if (spec_.injector || row_)
       hook = [this](std::int64_t step, int index) {
-        return spec_.injector->should_kill(spec_.node, step, index,
+        if (row_ && index < static_cast<int>(ops_.size()))
+          say("active", "step " + std::to_string(step) + " " +
+                            describe({ops_[static_cast<std::size_t>(index)]}));
+        return spec_.injector &&
+               spec_.injector->should_kill(spec_.node, step, index,
                                            static_cast<int>(ops_.size()));
       };
     try {
@@ -294,6 +314,7 @@ private:
       return;
     }
     last_ = make_report(k, out);
+    say("active", step_words(k, "reported, awaiting the commit"));
     tell(self_, supervisor_, last_);
   }
 
@@ -374,6 +395,7 @@ private:
            std::string("optimizer update: ") + e.what());
       return;
     }
+    say("active", step_words(k, "committed, idle"));
     tell(self_, supervisor_, committed_atom::value, c.generation, k, stage_);
   }
 
@@ -414,6 +436,7 @@ private:
       }
       ex.apply_gradients(k, unpack_gradients(ex, flat));
     }
+    say("shadow", step_words(k, "applied, idle"));
     tell(self_, supervisor_, synced_atom::value, c.generation, k, stage_);
   }
 
@@ -430,20 +453,21 @@ private:
   bool thread_ready_ = false;
   bool frc_enabled_ = false;
   schema::step_report last_;
-  at::Tensor last_sync_; // the gradients last sent to the shadow (re-sent on demand)
+  actor_board::entry row_; // leaves the board with this state
+  at::Tensor last_sync_;   // the gradients last sent to the shadow (re-sent on demand)
 };
 
 using stage_pointer = stage_actor::stateful_pointer<stage_state>;
 
 stage_actor::behavior_type active_stage(stage_pointer self, stage_actor_spec spec,
                                         caf::actor supervisor) {
-  self->state.init(std::move(spec), std::move(supervisor));
+  self->state.init(std::move(spec), std::move(supervisor), "stage");
   return self->state.active();
 }
 
 stage_actor::behavior_type shadow_stage(stage_pointer self, stage_actor_spec spec,
                                         caf::actor supervisor) {
-  self->state.init(std::move(spec), std::move(supervisor));
+  self->state.init(std::move(spec), std::move(supervisor), "shadow");
   return self->state.shadow();
 }
 

@@ -20,6 +20,7 @@ namespace bamboo {
 class stage_executor;
 class transport_registry;
 class preemption_injector;
+class actor_board;
 
 struct stage_actor_spec {
   train_config cfg;
@@ -30,6 +31,7 @@ struct stage_actor_spec {
   std::shared_ptr<preemption_injector> injector;  // may be null
   std::shared_ptr<node_group> group;
   shadow_sync sync = shadow_sync::hand_off;
+  std::shared_ptr<actor_board> actors; // may be null; where bamboo-inspect sees it
 };
 
 // Both report to `supervisor` (the manager or a worker's agent), which monitors them.

@@ -38,6 +38,8 @@ struct writer {
     h.setGeneration(x.generation);
     h.setStep(x.step);
     h.setTimeMs(x.time_ms);
+    if (!x.actors.empty())
+      put_actor_rows(h.initActors(static_cast<unsigned>(x.actors.size())), x.actors);
   }
   void operator()(const preemption_notice& x) {
     auto p = b.initPreemption();
@@ -351,7 +353,8 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
   switch (b.which()) {
   case wire::Frame::Body::HEARTBEAT: {
     auto h = b.getHeartbeat();
-    return heartbeat{h.getNode(), h.getGeneration(), h.getStep(), h.getTimeMs()};
+    return heartbeat{h.getNode(), h.getGeneration(), h.getStep(), h.getTimeMs(),
+                     get_actor_rows(h.getActors())};
   }
   case wire::Frame::Body::PREEMPTION: {
     auto p = b.getPreemption();

@@ -12,15 +12,25 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 8;
+inline constexpr std::uint16_t minor_version = 9;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
+
+// One actor as bamboo-inspect lists it (see ActorRow in control.capnp).
+struct actor_row {
+  std::string kind;
+  std::int32_t node = -1, stage = -1;
+  std::string state, doing;
+  std::uint32_t mailbox = 0;
+  std::int64_t age_ms = 0;
+};
 
 struct heartbeat {
   std::uint32_t node = 0;
   std::uint64_t generation = 0;
   std::uint64_t step = 0;
   std::int64_t time_ms = 0;
+  std::vector<actor_row> actors; // a worker's actors (1.9)
 };
 
 struct preemption_notice {
@@ -301,6 +311,9 @@ struct cluster_snapshot {
   std::vector<cluster_event> events;
   std::vector<double> losses;
   std::int64_t uptime_ms = 0;
+  std::vector<actor_row> actors; // 1.9
+  bool paused = false;
+  std::string redundancy;
 };
 
 struct command {

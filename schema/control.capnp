@@ -5,13 +5,26 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 8;
+const minorVersion :UInt16 = 9;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
+  actors @4 :List(ActorRow); # 1.9: the sender's actors, for bamboo-inspect
+}
+
+# One actor as bamboo-inspect lists it (1.9): what it is, where, in which
+# state, what it is doing now and how many messages wait for it.
+struct ActorRow {
+  kind @0 :Text;       # manager, gateway, stage, shadow, detector, agent
+  node @1 :Int32;      # -1: the manager's process
+  stage @2 :Int32;     # the stage p*S+s it runs or shadows; -1: none
+  state @3 :Text;      # active, shadow, promoting, running, paused, ...
+  doing @4 :Text;      # "step 12 B3", "idle", "sum", ...
+  mailbox @5 :UInt32;  # messages waiting, as the actor last saw its mailbox
+  ageMs @6 :Int64;     # since the actor last said what it does
 }
 
 struct PreemptionNotice {
@@ -324,6 +337,9 @@ struct ClusterSnapshot {
   events @12 :List(ClusterEvent);   # the latest, oldest first
   losses @13 :List(Float64);        # the latest steps' losses, oldest first
   uptimeMs @14 :Int64;
+  actors @15 :List(ActorRow);       # 1.9
+  paused @16 :Bool;                 # 1.9: no step starts until resume
+  redundancy @17 :Text;             # 1.9: off, lazy or eager
 }
 
 # An observer's command (1.8): `words` as typed ("preempt", "2"); answered

@@ -2,6 +2,29 @@
 
 namespace bamboo::schema {
 
+void put_actor_rows(capnp::List<wire::ActorRow>::Builder b,
+                    const std::vector<actor_row>& rows) {
+  for (unsigned i = 0; i < rows.size(); ++i) {
+    const auto& a = rows[i];
+    b[i].setKind(a.kind);
+    b[i].setNode(a.node);
+    b[i].setStage(a.stage);
+    b[i].setState(a.state);
+    b[i].setDoing(a.doing);
+    b[i].setMailbox(a.mailbox);
+    b[i].setAgeMs(a.age_ms);
+  }
+}
+
+std::vector<actor_row> get_actor_rows(capnp::List<wire::ActorRow>::Reader r) {
+  std::vector<actor_row> out;
+  out.reserve(r.size());
+  for (auto a : r)
+    out.push_back({a.getKind().cStr(), a.getNode(), a.getStage(), a.getState().cStr(),
+                   a.getDoing().cStr(), a.getMailbox(), a.getAgeMs()});
+  return out;
+}
+
 void put_snapshot(wire::ClusterSnapshot::Builder b, const cluster_snapshot& x) {
   b.setRequest(x.request);
   b.setModel(x.model);
@@ -34,6 +57,9 @@ void put_snapshot(wire::ClusterSnapshot::Builder b, const cluster_snapshot& x) {
   for (unsigned i = 0; i < x.losses.size(); ++i)
     losses.set(i, x.losses[i]);
   b.setUptimeMs(x.uptime_ms);
+  put_actor_rows(b.initActors(static_cast<unsigned>(x.actors.size())), x.actors);
+  b.setPaused(x.paused);
+  b.setRedundancy(x.redundancy);
 }
 
 cluster_snapshot get_snapshot(wire::ClusterSnapshot::Reader r) {
@@ -59,6 +85,9 @@ cluster_snapshot get_snapshot(wire::ClusterSnapshot::Reader r) {
   for (auto v : r.getLosses())
     x.losses.push_back(v);
   x.uptime_ms = r.getUptimeMs();
+  x.actors = get_actor_rows(r.getActors());
+  x.paused = r.getPaused();
+  x.redundancy = r.getRedundancy().cStr();
   return x;
 }
 

@@ -7,6 +7,9 @@
 
 namespace bamboo::schema {
 
+void put_actor_rows(capnp::List<wire::ActorRow>::Builder b,
+                    const std::vector<actor_row>& rows);
+std::vector<actor_row> get_actor_rows(capnp::List<wire::ActorRow>::Reader r);
 void put_snapshot(wire::ClusterSnapshot::Builder b, const cluster_snapshot& x);
 cluster_snapshot get_snapshot(wire::ClusterSnapshot::Reader r);
 void put_command(wire::Command::Builder b, const command& x);

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "actors/actor_board.hpp"
 #include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
 #include "actors/net/gateway.hpp"
@@ -16,6 +17,7 @@
 #include "actors/net/stage_proxy.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/plan/planner.hpp"
+#include "actors/run_controls.hpp"
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
@@ -249,6 +251,11 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   gs.model = cfg.custom_model;
   auto board = std::make_shared<inspect_board>();
   gs.board = board;
+  auto controls = std::make_shared<run_controls>();
+  controls->set_checkpoints(ck.every > 0);
+  gs.controls = controls;
+  auto actors = actor_board::make();
+  gs.actors = actors;
   auto gateway = spawn_gateway(sys, gs);
   auto stop_gateway = [&] {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
@@ -337,6 +344,8 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     spec.standby = standby();
     spec.depths = depths;
     spec.auto_pipelines = opts.auto_pipelines;
+    spec.controls = controls;
+    spec.actors = actors;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
     // Until the plan ends: the members that join or leave meanwhile are the
@@ -393,6 +402,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
         run_cfg.stages = run_cfg.pipelines > 1
                              ? cfg.stages
                              : plan_depth(n / run_cfg.pipelines, depths);
+        run_cfg.redundancy = controls->wanted_redundancy(); // an operator's change
         first_step = r.replanned_at;
         resume = checkpoint_step_dir(replans->dir(), first_step);
         first_event = "re-planned: " + r.replan_reason;

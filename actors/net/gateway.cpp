@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
 
+#include "actors/actor_board.hpp"
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
@@ -14,6 +15,7 @@
 #include "actors/net/inspect_command.hpp"
 #include "actors/net/kv_store.hpp"
 #include "actors/net/wire_values.hpp"
+#include "actors/run_controls.hpp"
 #include "log/log.hpp"
 
 namespace bamboo {
@@ -32,6 +34,8 @@ struct gateway_state {
     logger_ = log::get("bamboo.gateway");
     if (!spec_.board) // admission only: the members, no run
       spec_.board = std::make_shared<inspect_board>();
+    if (spec_.actors)
+      row_ = spec_.actors->enter("gateway", -1, -1, "listening");
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
     self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
     // Only frames come from other processes; the atoms are this process's own
@@ -190,6 +194,13 @@ private:
     auto sender = self_->current_sender();
     if (!proven(sender, proof_role::worker, j.proof, "a worker"))
       return;
+    if (spec_.observers_only) {
+      const std::string why = "this manager trains an embedded cluster: it takes "
+                              "observers (bamboo-inspect), not workers";
+      refused(sender, why);
+      reply(schema::join_refused{why});
+      return;
+    }
     if (joined_already(sender)) // asked for two challenges, answers both
       return;
     if (auto why = model_mismatch(spec_.model, j.model, j.model_digest)) {
@@ -222,7 +233,14 @@ private:
       }
       return;
     }
-    tracker_.seen(it->second, clock_type::now());
+    const auto now = clock_type::now();
+    tracker_.seen(it->second, now);
+    // Its actors as it saw them (bounded: the board keeps at most max_rows).
+    auto& rows = member_rows_[it->second];
+    rows.rows = hb.actors;
+    if (rows.rows.size() > actor_board::max_rows)
+      rows.rows.resize(actor_board::max_rows);
+    rows.at = now;
   }
 
   void handle(const schema::preemption_notice& p) {
@@ -323,8 +341,10 @@ private:
     reply(snapshot(r.request));
   }
 
-  // An operator's command: a preemption or a notice, carried out by the node
-  // itself on the manager's order (its process dies, or gets a SIGTERM).
+  // An operator's command. A member's preemption or notice is carried out by
+  // the node itself on the manager's order (its process dies, or gets a
+  // SIGTERM); a drain is a notice without deadline that the manager gives;
+  // the rest go to the run's controls, which the manager reads.
   void handle(const schema::command& c) {
     if (!observers_.count(self_->current_sender()))
       return stranger("a command");
@@ -332,24 +352,61 @@ private:
     if (!parsed.command)
       return reply(schema::command_answer{c.request, false, parsed.error});
     const auto& cmd = *parsed.command;
-    if (cmd.what == inspect_command::kind::help)
+    using kind = inspect_command::kind;
+    if (cmd.what == kind::help)
       return reply(schema::command_answer{c.request, true, command_help()});
-    const bool kill = cmd.what == inspect_command::kind::preempt;
-    for (auto& [p, node] : members_)
-      if (node == cmd.node) {
-        self_->send(caf::actor_cast<caf::actor>(p),
-                    to_wire(schema::order{kill ? "preempt" : "notice", cmd.seconds,
-                                          "an operator's command (bamboo-inspect)"}));
-        const auto what =
-            kill ? "preempted: its process is killed" : "has a preemption notice";
-        logger_->warn("node {} {} by an operator's command", node, what);
-        spec_.board->event("operator: node " + std::to_string(node) + " " + what);
-        return reply(schema::command_answer{c.request, true,
-                                            "node " + std::to_string(node) + " " + what});
+    run_controls::answer a;
+    const bool for_node =
+        cmd.what == kind::preempt || cmd.what == kind::notice || cmd.what == kind::drain;
+    if (for_node && !spec_.observers_only)
+      a = member_command(cmd);
+    else if (!spec_.controls)
+      a = {false, "not available in this run"};
+    else if (for_node)
+      a = spec_.controls->order(
+          cmd.what == kind::preempt  ? run_controls::node_action::preempt
+          : cmd.what == kind::notice ? run_controls::node_action::notice
+                                     : run_controls::node_action::drain,
+          cmd.node, cmd.seconds);
+    else if (cmd.what == kind::pause)
+      a = spec_.controls->pause();
+    else if (cmd.what == kind::resume)
+      a = spec_.controls->resume();
+    else if (cmd.what == kind::checkpoint)
+      a = spec_.controls->checkpoint();
+    else
+      a = spec_.controls->redundancy(cmd.mode);
+    if (a.ok) {
+      logger_->warn("an operator's command: {}", a.text);
+      spec_.board->event("operator: " + a.text);
+    }
+    reply(schema::command_answer{c.request, a.ok, a.text});
+  }
+
+  run_controls::answer member_command(const inspect_command& cmd) {
+    const auto n = "node " + std::to_string(cmd.node);
+    for (auto& [p, node] : members_) {
+      if (node != cmd.node)
+        continue;
+      const auto to = caf::actor_cast<caf::actor>(p);
+      if (cmd.what == inspect_command::kind::drain) {
+        auto& proxies = proxies_[node];
+        if (proxies.empty()) { // a standby member: nothing to move
+          self_->send(to, to_wire(schema::leave{"drained by an operator"}));
+          return {true, n + " holds no stage: it leaves now"};
+        }
+        for (auto& proxy : proxies)
+          self_->send(proxy, notice_atom::value, std::int64_t{-1});
+        return {true, n + " drains: its stages move at the next step boundary, then it "
+                          "leaves"};
       }
-    reply(schema::command_answer{c.request, false,
-                                 "node " + std::to_string(cmd.node) +
-                                     " is not a member (the snapshot lists them)"});
+      const bool kill = cmd.what == inspect_command::kind::preempt;
+      self_->send(to, to_wire(schema::order{kill ? "preempt" : "notice", cmd.seconds,
+                                            "an operator's command (bamboo-inspect)"}));
+      return {true, n + (kill ? " preempted: its process is killed"
+                              : " has a preemption notice")};
+    }
+    return {false, n + " is not a member (the snapshot lists them)"};
   }
 
   schema::cluster_snapshot snapshot(std::uint64_t request) {
@@ -359,7 +416,22 @@ private:
       if (auto seen = tracker_.last_seen(node))
         ages[node] =
             std::chrono::duration_cast<std::chrono::milliseconds>(now - *seen).count();
-    return spec_.board->snapshot(request, ages, now);
+    auto snap = spec_.board->snapshot(request, ages, now);
+    if (spec_.actors)
+      snap.actors = spec_.actors->rows(now);
+    for (const auto& [node, r] : member_rows_) {
+      const auto since =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - r.at).count();
+      for (auto row : actor_board::renumbered(r.rows, node)) {
+        row.age_ms += since;
+        snap.actors.push_back(std::move(row));
+      }
+    }
+    if (spec_.controls) {
+      snap.paused = spec_.controls->paused();
+      snap.redundancy = to_string(spec_.controls->redundancy());
+    }
+    return snap;
   }
 
   template <class T>
@@ -383,6 +455,7 @@ private:
                     detail.empty() ? "" : " (" + detail + ")");
     tracker_.forget(member);
     members_.erase(it);
+    member_rows_.erase(member);
     spec_.board->on_gone(member, cause ? "lost" : "left");
     for (auto& proxy : proxies_[member])
       self_->send_exit(proxy, make_loss(cause.value_or(failover_cause::connection_lost),
@@ -417,9 +490,13 @@ private:
     expire_waiters(now);
     // The manager's own heartbeat: a worker that stops hearing it (the manager
     // stopped, or cut off) gives up instead of waiting forever.
-    const auto beat = to_wire(schema::heartbeat{manager_node, 0, 0, 0});
+    const auto beat = to_wire(schema::heartbeat{manager_node, 0, 0, 0, {}});
     for (auto& [p, n] : members_)
       self_->send(caf::actor_cast<caf::actor>(p), beat);
+    row_.set("listening",
+             std::to_string(members_.size()) + " member(s), " +
+                 std::to_string(observers_.size()) + " observer(s)",
+             self_->mailbox().size());
     self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
   }
 
@@ -442,6 +519,12 @@ private:
   std::set<peer> observers_;
   heartbeat_tracker tracker_;
   int next_node_ = 0;
+  struct rows_at {
+    std::vector<schema::actor_row> rows;
+    clock_type::time_point at;
+  };
+  std::map<int, rows_at> member_rows_; // each member's actors, by its last heartbeat
+  actor_board::entry row_;
 };
 
 caf::behavior gateway_actor(caf::stateful_actor<gateway_state>* self, gateway_spec spec) {

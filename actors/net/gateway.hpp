@@ -18,6 +18,8 @@
 namespace bamboo {
 
 class inspect_board;
+class run_controls;
+class actor_board;
 
 // Messages (atoms in actors/protocol.hpp):
 //  (attach_atom, member) from a proxy of one of the member's actors: the gateway
@@ -40,6 +42,16 @@ struct gateway_spec {
   // What observers (bamboo-inspect) are shown; the gateway adds joins and
   // losses, the run its steps and events. Null: one of the gateway's own.
   std::shared_ptr<inspect_board> board;
+  // An operator's commands beyond a member's preemption or notice (pause,
+  // resume, checkpoint, redundancy; in embedded mode the node orders too).
+  // Null: those commands are answered as not available here.
+  std::shared_ptr<run_controls> controls;
+  // This process's actors (the manager's, the gateway's own, and in embedded
+  // mode every node's); the members' come with their heartbeats. May be null.
+  std::shared_ptr<actor_board> actors;
+  // Embedded mode: the run's nodes are actors of this process, so workers are
+  // refused and node commands go to the manager through `controls`.
+  bool observers_only = false;
 };
 
 caf::actor spawn_gateway(caf::actor_system& sys, gateway_spec spec);

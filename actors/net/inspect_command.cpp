@@ -21,12 +21,39 @@ std::optional<double> positive(const std::string& w) {
   return v;
 }
 
+struct verb_info {
+  const char* name;
+  inspect_command::kind kind;
+  const char* usage;
+  std::size_t least, most; // words, the verb included
+};
+
+const verb_info verbs[] = {
+    {"preempt", inspect_command::kind::preempt, "preempt NODE", 2, 2},
+    {"notice", inspect_command::kind::notice, "notice NODE [SECONDS]", 2, 3},
+    {"drain", inspect_command::kind::drain, "drain NODE", 2, 2},
+    {"checkpoint", inspect_command::kind::checkpoint, "checkpoint", 1, 1},
+    {"redundancy", inspect_command::kind::redundancy, "redundancy off|lazy|eager", 2, 2},
+    {"pause", inspect_command::kind::pause, "pause", 1, 1},
+    {"resume", inspect_command::kind::resume, "resume", 1, 1},
+    {"help", inspect_command::kind::help, "help", 1, 1},
+};
+
 } // namespace
 
 std::string command_help() {
-  return "preempt NODE: kill the node's worker process at once (as kill -9 would)\n"
+  return "preempt NODE: kill the node at once (its worker process, as kill -9 would; "
+         "its actors in an embedded run)\n"
          "notice NODE [SECONDS]: give the node a preemption notice (as SIGTERM does); "
          "SECONDS sets its deadline\n"
+         "drain NODE: move the node's stages to their shadows at the next step boundary, "
+         "then let it go\n"
+         "checkpoint: take a checkpoint at the next step boundary (runs with "
+         "--checkpoint-dir)\n"
+         "redundancy off|lazy|eager: run with this redundancy from the next step "
+         "boundary\n"
+         "pause: start no new step until resume\n"
+         "resume: go on after pause\n"
          "help: this list";
 }
 
@@ -37,32 +64,41 @@ parsed_command parse_command(const std::vector<std::string>& words) {
     return out;
   }
   const auto& verb = words[0];
-  inspect_command c;
-  if (verb == "help") {
-    if (words.size() > 1)
-      out.error = "help takes no arguments";
-    else
-      out.command = c;
-    return out;
-  }
-  if (verb != "preempt" && verb != "notice") {
+  const verb_info* v = nullptr;
+  for (const auto& candidate : verbs)
+    if (verb == candidate.name)
+      v = &candidate;
+  if (!v) {
     out.error = "unknown command '" + verb + "' (help lists them)";
     return out;
   }
-  c.what =
-      verb == "preempt" ? inspect_command::kind::preempt : inspect_command::kind::notice;
-  const std::size_t most = verb == "preempt" ? 2 : 3;
-  if (words.size() < 2 || words.size() > most) {
+  if (words.size() < v->least || words.size() > v->most) {
     out.error =
-        verb == "preempt" ? "usage: preempt NODE" : "usage: notice NODE [SECONDS]";
+        v->most == 1 ? verb + " takes no arguments" : std::string("usage: ") + v->usage;
     return out;
   }
-  auto node = whole(words[1]);
-  if (!node) {
-    out.error = verb + ": '" + words[1] + "' is not a node number";
-    return out;
+  inspect_command c;
+  c.what = v->kind;
+  if (c.what == inspect_command::kind::redundancy) {
+    const auto& m = words[1];
+    if (m == "off")
+      c.mode = redundancy_mode::off;
+    else if (m == "lazy")
+      c.mode = redundancy_mode::lazy;
+    else if (m == "eager")
+      c.mode = redundancy_mode::eager;
+    else {
+      out.error = "redundancy: '" + m + "' is not off, lazy or eager";
+      return out;
+    }
+  } else if (v->least == 2) {
+    auto node = whole(words[1]);
+    if (!node) {
+      out.error = verb + ": '" + words[1] + "' is not a node number";
+      return out;
+    }
+    c.node = static_cast<int>(*node);
   }
-  c.node = static_cast<int>(*node);
   if (words.size() == 3) {
     auto s = positive(words[2]);
     if (!s) {

@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "model/config.hpp"
+
 namespace bamboo {
 
 struct inspect_command {
-  enum class kind { preempt, notice, help } what = kind::help;
-  int node = -1;
+  enum class kind { preempt, notice, drain, checkpoint, redundancy, pause, resume, help };
+  kind what = kind::help;
+  int node = -1;      // preempt, notice, drain
   double seconds = 0; // notice: the deadline; 0: the worker's own
+  redundancy_mode mode = redundancy_mode::lazy; // redundancy
 };
 
 // The command, or the one-line answer saying what is wrong with it.

@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/actor_board.hpp"
 #include "actors/cluster_manager.hpp"
 #include "actors/errors.hpp"
 #include "actors/failure_detector.hpp"
@@ -38,6 +39,9 @@ struct agent_state {
   caf::behavior make_behavior(worker_spec spec) {
     spec_ = std::move(spec);
     logger_ = log::get("bamboo.worker");
+    if (!spec_.actors)
+      spec_.actors = actor_board::make();
+    row_ = spec_.actors->enter("agent", -1, -1, "joining");
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
     // Told to go (the process stops): the node's actors and the detector go too,
     // or the actor system would wait for them forever.
@@ -55,6 +59,9 @@ struct agent_state {
                                  caf::actor_cast<caf::strong_actor_ptr>(detector_))
             return;
           hb.node = member();
+          row_.set(registry_ ? "assigned" : "standby",
+                   "generation " + std::to_string(generation_), self_->mailbox().size());
+          hb.actors = actor_board::renumbered(spec_.actors->rows(), member_);
           send_gateway(hb);
         },
         [this](tick_atom) {
@@ -205,8 +212,9 @@ private:
     // One detector for the life of the process; across rejoins its heartbeats
     // carry the current member number.
     if (!detector_)
-      detector_ = spawn_failure_detector(
-          self_, member_, caf::actor_cast<caf::actor>(self_), spec_.heartbeat_period);
+      detector_ =
+          spawn_failure_detector(self_, member_, caf::actor_cast<caf::actor>(self_),
+                                 spec_.heartbeat_period, spec_.actors);
   }
 
   void send_gateway(const schema::frame& f) { self_->send(spec_.gateway, to_wire(f)); }
@@ -312,6 +320,7 @@ private:
     res.sync = shadow_sync::transport;
     res.detector = false; // this agent heartbeats for the process
     res.resume = in->resume;
+    res.actors = spec_.actors;
     auto h = spawn_node(self_, in->node, res);
     group_ = h.group;
     add_local(target::stage, h.stage);
@@ -443,6 +452,7 @@ private:
     sh.transports = registry_;
     sh.sync = shadow_sync::transport;
     sh.group = group_;
+    sh.actors = spec_.actors;
     auto actor = spawn_shadow_actor(self_, std::move(sh));
     group_->add(actor);
     add_local(target_, actor);
@@ -571,6 +581,7 @@ private:
   std::chrono::milliseconds manager_timeout_{0}; // 0: the manager is not watched
   std::chrono::steady_clock::time_point manager_seen_, last_tick_;
   caf::actor detector_;
+  actor_board::entry row_; // this agent on the process's board
   std::uint16_t store_port_ = 0;
   std::shared_ptr<transport_registry> registry_;
   std::shared_ptr<node_group> group_;

@@ -23,6 +23,7 @@
 namespace bamboo {
 
 class model_definition;
+class actor_board;
 
 struct worker_spec {
   caf::actor gateway; // the manager's front door
@@ -52,6 +53,9 @@ struct worker_spec {
   // deadline). The program carries it out (bamboo-worker raises SIGKILL or
   // SIGTERM on itself); unset, orders are logged and ignored.
   std::function<void(const std::string& kind, double seconds)> on_order;
+  // Where this process's actors say what they do; its rows ride on the
+  // heartbeats to the manager (bamboo-inspect). Null: the agent makes one.
+  std::shared_ptr<actor_board> actors;
 };
 
 // (notice_atom, deadline_ms) to the agent: this process has a preemption

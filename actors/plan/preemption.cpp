@@ -54,8 +54,18 @@ std::vector<preempt_spec> poisson_kills(double rate_per_100, std::int64_t steps,
 preemption_injector::preemption_injector(std::vector<preempt_spec> kills)
     : kills_(std::move(kills)), used_(kills_.size(), false) {}
 
+void preemption_injector::kill_now(int node, std::int64_t k) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  fired_.push_back({preempt_spec{node, k, 0}, clock::now()});
+  now_.push_back(node);
+}
+
 bool preemption_injector::should_kill(int node, std::int64_t k, int index, int ops) {
   std::lock_guard<std::mutex> guard{mtx_};
+  if (auto it = std::find(now_.begin(), now_.end(), node); it != now_.end()) {
+    now_.erase(it);
+    return true;
+  }
   for (std::size_t i = 0; i < kills_.size(); ++i) {
     const auto& s = kills_[i];
     if (used_[i] || s.node != node || s.step != k)

@@ -3,6 +3,7 @@
 // its optimizer update); "rate=R" draws seeded Poisson kills, R per 100 steps.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -40,6 +41,10 @@ public:
   // True when node dies before instruction `index` of step k; `ops` is the
   // length of the node's instruction list (index == ops: before the update).
   bool should_kill(int node, std::int64_t k, int index, int ops);
+  // An operator's kill of `node` in step k, now: recorded as fired at once
+  // (the node's actors are killed if idle), and the node dies before its next
+  // instruction if it is computing.
+  void kill_now(int node, std::int64_t k);
   std::vector<fired_kill> fired() const;
   std::optional<fired_kill> fired_for(int node) const;
   // Across processes a launcher does the kill and the manager only sees a
@@ -53,6 +58,7 @@ private:
   std::vector<preempt_spec> kills_;
   std::vector<bool> used_;
   std::vector<fired_kill> fired_;
+  std::vector<int> now_; // nodes to kill before their next instruction
 };
 
 } // namespace bamboo

@@ -63,33 +63,53 @@ std::string node_words(std::int32_t node) {
   return node < 0 ? "-" : std::to_string(node);
 }
 
+// Rows for each section: the map, the members and the actors get a share of
+// what the header, the answer and the prompt leave; the events the rest.
+struct layout {
+  int map, members, actors;
+};
+
+layout plan_rows(const schema::cluster_snapshot& s, int free) {
+  auto share = [&](std::size_t want, int most) {
+    return std::min(static_cast<int>(want), std::max(1, most));
+  };
+  layout l;
+  l.map = share(s.owners.size(), free / 5);
+  l.members = share(s.nodes.size(), free / 5);
+  l.actors = share(s.actors.size(), free / 3);
+  return l;
+}
+
 void draw(const schema::cluster_snapshot& s, const std::string& address,
           const std::string& input, const std::vector<std::string>& answer) {
   erase();
   char buf[512];
-  std::snprintf(
-      buf, sizeof buf,
-      "bamboo-inspect %s  model %s  generation %llu  step %lld/%lld  loss %.4f  "
-      "%.1f samples/s  up %.1f s",
-      address.c_str(), s.model.c_str(), static_cast<unsigned long long>(s.generation),
-      static_cast<long long>(s.step), static_cast<long long>(s.steps), s.loss,
-      s.samples_per_s, static_cast<double>(s.uptime_ms) / 1000.0);
+  std::snprintf(buf, sizeof buf,
+                "bamboo-inspect %s  %smodel %s  generation %llu  step %lld/%lld  loss %.4f  "
+                "%.1f samples/s  redundancy %s  up %.1f s",
+                address.c_str(), s.paused ? "PAUSED  " : "", s.model.c_str(),
+                static_cast<unsigned long long>(s.generation),
+                static_cast<long long>(s.step), static_cast<long long>(s.steps), s.loss,
+                s.samples_per_s, s.redundancy.empty() ? "-" : s.redundancy.c_str(),
+                static_cast<double>(s.uptime_ms) / 1000.0);
   put(0, buf, A_BOLD);
   put(1, "loss  " + sparkline(s.losses, static_cast<std::size_t>(std::max(COLS - 8, 1))));
-  int row = 3;
+  // Header, sparkline, four section titles, the answer and the prompt.
+  const auto l = plan_rows(s, LINES - 8 - static_cast<int>(answer.size()));
+  int row = 2;
   put(row++, "PIPELINE  STAGE  NODE  SHADOW", A_UNDERLINE);
   const std::size_t stages = std::max<std::uint32_t>(s.stages, 1);
-  for (std::size_t c = 0; c < s.owners.size() && row < LINES / 2; ++c) {
+  for (std::size_t c = 0; c < s.owners.size() && c < static_cast<std::size_t>(l.map);
+       ++c) {
     std::snprintf(buf, sizeof buf, "%8zu  %5zu  %4s  %6s", c / stages, c % stages,
                   node_words(s.owners[c]).c_str(),
                   c < s.shadows.size() ? node_words(s.shadows[c]).c_str() : "-");
     put(row++, buf);
   }
-  ++row;
   put(row++, "NODE  ZONE        STATE     HEARTBEAT", A_UNDERLINE);
-  for (const auto& n : s.nodes) {
-    if (row >= LINES - 8)
-      break;
+  for (std::size_t i = 0; i < s.nodes.size() && i < static_cast<std::size_t>(l.members);
+       ++i) {
+    const auto& n = s.nodes[i];
     std::snprintf(buf, sizeof buf, "%4u  %-10s  %-8s  %s", n.node, n.zone.c_str(),
                   n.state.c_str(),
                   n.heartbeat_age_ms < 0
@@ -97,9 +117,18 @@ void draw(const schema::cluster_snapshot& s, const std::string& address,
                       : (std::to_string(n.heartbeat_age_ms) + " ms ago").c_str());
     put(row++, buf, n.state == "lost" ? A_BOLD : A_NORMAL);
   }
-  ++row;
+  put(row++, "NODE  ACTOR     STAGE  STATE      MAILBOX     AGE  DOING", A_UNDERLINE);
+  for (std::size_t i = 0; i < s.actors.size() && i < static_cast<std::size_t>(l.actors);
+       ++i) {
+    const auto& a = s.actors[i];
+    std::snprintf(buf, sizeof buf, "%4s  %-8s  %5s  %-9s  %7u  %5lld ms  %s",
+                  node_words(a.node).c_str(), a.kind.c_str(), node_words(a.stage).c_str(),
+                  a.state.c_str(), a.mailbox, static_cast<long long>(a.age_ms),
+                  a.doing.c_str());
+    put(row++, buf);
+  }
   put(row++, "EVENTS", A_UNDERLINE);
-  const int room = LINES - 3 - static_cast<int>(answer.size()) - row;
+  const int room = LINES - 1 - static_cast<int>(answer.size()) - row;
   const auto shown =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(room, 0)), s.events.size());
   for (auto it = s.events.end() - static_cast<long>(shown); it != s.events.end(); ++it) {
@@ -107,7 +136,7 @@ void draw(const schema::cluster_snapshot& s, const std::string& address,
                   static_cast<double>(it->time_ms) / 1000.0, it->text.c_str());
     put(row++, buf);
   }
-  row = LINES - 2 - static_cast<int>(answer.size());
+  row = LINES - 1 - static_cast<int>(answer.size());
   for (const auto& a : answer)
     put(row++, a);
   put(LINES - 1, "> " + input);

@@ -1,8 +1,9 @@
 // bamboo-inspect: attaches to a running manager as an observer (it proves the
 // cluster token like a worker and never counts as a node) and shows the run:
-// which node runs which stage and shadow, the members' states, the latest
-// events and losses. On a terminal, a full-screen view refreshed every
-// --period-ms with a prompt for commands (preempt NODE, notice NODE [SECONDS]);
+// which node runs which stage and shadow, the members' states, every actor's
+// state, current work and mailbox, the latest events and losses. On a
+// terminal, a full-screen view refreshed every --period-ms with a prompt for
+// commands (preempt, notice, drain, checkpoint, redundancy, pause, resume);
 // --json prints one snapshot, or a command's answer; --watch prints each new
 // event as a JSON line until the run ends.
 #include <unistd.h>

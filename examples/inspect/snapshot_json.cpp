@@ -69,6 +69,17 @@ std::string to_json(const schema::cluster_snapshot& s) {
          list(s.events, [](const schema::cluster_event& e) { return to_json(e); });
   out += ",\"losses\":" + list(s.losses, number);
   out += ",\"uptime_ms\":" + std::to_string(s.uptime_ms);
+  out += ",\"paused\":" + std::string(s.paused ? "true" : "false");
+  out += ",\"redundancy\":" + json_string(s.redundancy);
+  out += ",\"actors\":" + list(s.actors, [](const schema::actor_row& a) {
+           return "{\"kind\":" + json_string(a.kind) +
+                  ",\"node\":" + std::to_string(a.node) +
+                  ",\"stage\":" + std::to_string(a.stage) +
+                  ",\"state\":" + json_string(a.state) +
+                  ",\"doing\":" + json_string(a.doing) +
+                  ",\"mailbox\":" + std::to_string(a.mailbox) +
+                  ",\"age_ms\":" + std::to_string(a.age_ms) + "}";
+         });
   return out + "}";
 }
 

@@ -291,6 +291,11 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code,
                  "(wall) seconds later; 0: kill -9 at once")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  int inspect_port = -1;
+  app.add_option("--inspect-port", inspect_port,
+                 "embedded: bamboo-inspect may attach at 127.0.0.1:PORT (0: any free "
+                 "port; the address and a fresh token file are printed)")
+      ->check(CLI::Range(0, 65535));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -324,6 +329,13 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code,
   // (--stages 1 has a message of its own.)
   if (!problem && o.processes && o.cfg.stages >= 2)
     problem = check_depths(o.run.depths, o.cfg.stages, o.cfg.model_layers(), 2);
+  if (!problem && inspect_port >= 0) {
+    if (o.processes)
+      problem = "--inspect-port is for embedded runs; with --processes attach to the "
+                "manager's own port (bamboo-train prints it)";
+    o.run.inspect.enabled = true;
+    o.run.inspect.port = static_cast<std::uint16_t>(inspect_port);
+  }
   if (!problem && o.processes && o.nodes > 0)
     problem = "--nodes is for embedded mode; worker processes are counted by --workers";
   if (!problem && o.processes && app.count("--transport") > 0 &&

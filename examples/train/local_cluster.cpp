@@ -16,6 +16,7 @@
 
 #include "examples/cluster/child_process.hpp"
 #include "examples/cluster/status.hpp"
+#include "examples/train/token_file.hpp"
 #include "examples/train/trace_replay.hpp"
 #include "model/checkpoint.hpp"
 
@@ -27,45 +28,6 @@ volatile sig_atomic_t interrupted = 0;
 extern "C" void on_interrupt(int sig) {
   interrupted = sig;
 }
-
-// A fresh token for this cluster only, handed to the children in a file that
-// only this user can read (never in their environment, which others may see
-// through /proc on some systems and which every grandchild inherits).
-class token_file {
-public:
-  token_file() {
-    dir_ = (std::filesystem::temp_directory_path() / "bamboo-token-XXXXXX").string();
-    if (!mkdtemp(dir_.data())) { // mode 0700
-      dir_.clear();
-      return;
-    }
-    path_ = dir_ + "/token";
-    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      path_.clear();
-      return;
-    }
-    std::random_device rd;
-    std::string t;
-    for (int i = 0; i < 32; ++i)
-      t += "0123456789abcdef"[rd() % 16];
-    t += "\n";
-    if (::write(fd, t.data(), t.size()) != static_cast<ssize_t>(t.size()))
-      path_.clear();
-    ::close(fd);
-  }
-  ~token_file() {
-    if (!dir_.empty())
-      std::filesystem::remove_all(dir_);
-  }
-  token_file(const token_file&) = delete;
-  token_file& operator=(const token_file&) = delete;
-  // Empty when it could not be written.
-  const std::string& path() const { return path_; }
-
-private:
-  std::string dir_, path_;
-};
 
 // Whole lines from a descriptor, as they come.
 class line_reader {

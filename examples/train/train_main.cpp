@@ -7,6 +7,7 @@
 //   3. summarise: steps, preemptions survived, recomputed work, failover latency.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "actors/embedded_cluster.hpp"
 #include "examples/cluster/child_process.hpp"
@@ -14,6 +15,7 @@
 #include "examples/train/cli.hpp"
 #include "examples/train/local_cluster.hpp"
 #include "examples/train/report.hpp"
+#include "examples/train/token_file.hpp"
 #include "examples/train/trace_replay.hpp"
 #include "log/log.hpp"
 #include "model/schedule.hpp"
@@ -116,6 +118,21 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
   if (!report.open("bamboo-train"))
     return 2;
   run_options run = opts->run;
+  std::optional<app::token_file> token; // what bamboo-inspect proves
+  if (run.inspect.enabled) {
+    token.emplace();
+    if (token->path().empty()) {
+      std::perror("bamboo-train: cannot write the inspector's token file");
+      return 1;
+    }
+    run.inspect.token = token->token();
+    run.inspect.on_listening = [&](std::uint16_t port) {
+      std::printf("bamboo-train: watch or steer this run with: bamboo-inspect "
+                  "--token-file %s 127.0.0.1:%u\n",
+                  token->path().c_str(), static_cast<unsigned>(port));
+      std::fflush(stdout);
+    };
+  }
   run.on_step = [&](const step_record& r) { report.on_step(r); };
   run.on_rollback = [&](std::int64_t to, const std::string& why) {
     report.on_rollback(to, why);

@@ -84,8 +84,8 @@ TEST_CASE("two data-parallel pipelines train the one-pipeline model within 1e-5 
   CHECK(two.steps.back().shadows == std::vector<int>{1, 0, 3, 2});
 }
 
-TEST_CASE("failovers in either pipeline\\, mid-step and between the gradient sum and "
-          "the update\\, change no bit of a two-pipeline run",
+TEST_CASE("failovers in either pipeline - mid-step and between the gradient sum and "
+          "the update - change no bit of a two-pipeline run",
           "[actors]") {
   for (auto mode : {redundancy_mode::lazy, redundancy_mode::eager}) {
     const auto cfg = pipelines_config(2, mode);
@@ -121,8 +121,8 @@ TEST_CASE("losing the node that sums a stage while the other pipeline waits in t
   CHECK(same_bits(ref, got));
 }
 
-TEST_CASE("pipelines that cannot share the micro-batches\\, or a kill of a node that "
-          "does not exist\\, are refused by name",
+TEST_CASE("pipelines that cannot share the micro-batches - or a kill of a node that "
+          "does not exist - are refused by name",
           "[actors]") {
   auto cfg = pipelines_config(3, redundancy_mode::lazy);
   auto r = run_embedded(cfg, {});

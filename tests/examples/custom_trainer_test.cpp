@@ -27,7 +27,7 @@ std::string joined(const std::vector<std::string>& args) {
 } // namespace
 
 TEST_CASE("a custom trainer's own binary trains its model across processes through a "
-          "kill -9 of a worker\\, with the losses of its one-stage run bit for bit",
+          "kill -9 of a worker - with the losses of its one-stage run bit for bit",
           "[examples]") {
   no_leftovers guard;
   scratch_dir dir;
@@ -59,7 +59,7 @@ TEST_CASE("a custom trainer's own binary trains its model across processes throu
 }
 
 TEST_CASE("a worker that does not build the manager's custom model is refused by name at "
-          "join\\, and a custom trainer refuses the built-in models' options",
+          "join - and a custom trainer refuses the built-in models' options",
           "[examples]") {
   no_leftovers guard;
   scratch_dir dir;

@@ -209,8 +209,8 @@ reference pipelines_from(const train_config& cfg, long at, int pipelines) {
 
 } // namespace
 
-TEST_CASE("with --pipelines auto two kills are covered by standby workers\\, and four "
-          "that join bring the cluster to 8 nodes and 2 pipelines at a step boundary: "
+TEST_CASE("with --pipelines auto two kills are covered by standby workers - and four "
+          "that join bring the cluster to 8 nodes and 2 pipelines at a step boundary - "
           "losses and state bit for bit those of the same plan history",
           "[examples]") {
   no_leftovers guard;

@@ -68,8 +68,8 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
       self->send(*gateway, to_wire(schema::commit{1, k, -1.0}, schema::target::stage));
       self->send(*gateway, to_wire(schema::leave{"go away"}, schema::target::stage));
     }
-    self->send(*gateway,
-               to_wire(schema::heartbeat{static_cast<std::uint32_t>(i % 4), 0, 0, 0}));
+    self->send(*gateway, to_wire(schema::heartbeat{
+                             static_cast<std::uint32_t>(i % 4), 0, 0, 0, {}}));
     self->send(*gateway, to_wire(schema::preemption_notice{1, 10}));
   }
   run.finish();
@@ -200,17 +200,17 @@ TEST_CASE(
       self->send(
           *gateway,
           to_wire(schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9, 0, 0}, t));
-  self->send(*gateway, to_wire(schema::heartbeat{0, 0, 0, 0})); // node 0's number
+  self->send(*gateway, to_wire(schema::heartbeat{0, 0, 0, 0, {}})); // node 0's number
   for (int i = 0; i < 100000; ++i) {
     self->send(*gateway, tick_atom::value);
     if (i % 1000 == 0) // a member that keeps its place
-      self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0}));
+      self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0, {}}));
   }
   // Heartbeats as itself until the run is over; the leave at the end is obeyed.
   bool let_go = false;
   const auto deadline = std::chrono::steady_clock::now() + 120s;
   while (!let_go && std::chrono::steady_clock::now() < deadline) {
-    self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0}));
+    self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0, {}}));
     if (auto f = next(100ms); f && std::holds_alternative<schema::leave>(*f))
       let_go = true;
   }

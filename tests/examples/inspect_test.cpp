@@ -18,7 +18,7 @@ namespace {
 
 std::string field(const std::string& json, const std::string& name) {
   std::smatch m;
-  const std::regex re("\"" + name + "\":(\\[[^\\]]*\\]|\"[^\"]*\"|[-0-9.e]+)");
+  const std::regex re("\"" + name + "\":(\\[[^\\]]*\\]|\"[^\"]*\"|true|false|[-0-9.e]+)");
   return std::regex_search(json, m, re) ? m.str(1) : "";
 }
 
@@ -29,17 +29,21 @@ outcome inspect(const std::string& port, const std::string& args,
 }
 
 // A manager training `cfg` and its 4 workers, started one at a time (worker w
-// is node w), with the test token, until step 3 has committed.
+// is node w), with the test token, until step 3 has committed. With
+// `checkpoints`, the manager may take checkpoints (into dir/ck).
 struct cluster {
   scratch_dir dir;
   std::unique_ptr<child> manager;
   std::vector<std::unique_ptr<child>> workers;
   std::string port;
-  explicit cluster(const train_config& cfg) {
+  explicit cluster(const train_config& cfg, bool checkpoints = false) {
+    std::vector<std::string> extra;
+    if (checkpoints)
+      extra = {"--checkpoint-dir", dir.file("ck"), "--checkpoint-every", "100000"};
     manager =
         std::make_unique<child>(dir, "manager",
                                 process_run::manager_args(cfg, dir.file("metrics.csv"),
-                                                          dir.file("digests.csv"), {}),
+                                                          dir.file("digests.csv"), extra),
                                 test_token);
     port = manager->wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
     REQUIRE_FALSE(port.empty());
@@ -60,10 +64,33 @@ outcome tmux(const std::string& args) {
   return run_command("tmux -L bamboo-test-" + std::to_string(getpid()) + " " + args);
 }
 
+// Polls `get` (a snapshot, a screen) until it matches `re`; the match (its
+// first group if any), or empty after `tries` x 100 ms.
+template <class Get>
+std::string eventually(Get get, const std::string& re, int tries = 200) {
+  const std::regex pattern(re);
+  for (int i = 0; i < tries; ++i) {
+    const auto text = get();
+    std::smatch m;
+    if (std::regex_search(text, m, pattern))
+      return m.str(m.size() > 1 ? 1 : 0);
+    std::this_thread::sleep_for(100ms);
+  }
+  return {};
+}
+
+// One command's JSON answer.
+outcome order(const std::string& port, const std::string& words,
+              const std::string& token_option = "") {
+  return run_command((token_option.empty() ? "BAMBOO_TOKEN=" + test_token + " " : "") +
+                     BAMBOO_INSPECT_BIN + " " + token_option +
+                     " --json 127.0.0.1:" + port + " " + words);
+}
+
 } // namespace
 
-TEST_CASE("bamboo-inspect --json shows which node runs each stage and shadow\\, the "
-          "generation and the step\\, before and after a worker is killed",
+TEST_CASE("bamboo-inspect --json shows which node runs each stage and shadow - the "
+          "generation and the step - before and after a worker is killed",
           "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(71);
@@ -105,7 +132,7 @@ TEST_CASE("bamboo-inspect --json shows which node runs each stage and shadow\\, 
   manager.wait_exit(30s);
 }
 
-TEST_CASE("bamboo-inspect refuses a wrong token\\, says when nobody listens\\, and needs "
+TEST_CASE("bamboo-inspect refuses a wrong token - says when nobody listens - and needs "
           "--json or --watch when its output is not a terminal",
           "[examples]") {
   no_leftovers guard;
@@ -137,8 +164,8 @@ TEST_CASE("bamboo-inspect refuses a wrong token\\, says when nobody listens\\, a
 }
 
 TEST_CASE(
-    "the full-screen view in tmux shows the cluster\\, and 'preempt 2' typed at its "
-    "prompt kills node 2: its stage moves to node 1 and the steps go on",
+    "the full-screen view in tmux shows the cluster - and 'preempt 2' typed at its "
+    "prompt kills node 2 - its stage moves to node 1 and the steps go on",
     "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(73);
@@ -187,7 +214,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "bamboo-inspect --json runs an operator's command and answers it\\, and refuses "
+    "bamboo-inspect --json runs an operator's command and answers it - and refuses "
     "a command for a node that is not a member",
     "[examples]") {
   no_leftovers guard;
@@ -213,4 +240,162 @@ TEST_CASE(
   CHECK_FALSE(c.manager->wait_for("node 3 has a preemption notice", 10s).empty());
   c.manager->signal(SIGINT);
   c.manager->wait_exit(30s);
+}
+
+TEST_CASE("an operator pauses a run - takes a checkpoint - switches redundancy to "
+          "eager and drains a node through bamboo-inspect - and the losses stay those "
+          "of the undisturbed run bit for bit",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(77);
+  cfg.steps = 300;
+  cluster c(cfg, /*checkpoints=*/true);
+  auto& manager = *c.manager;
+  auto snap = [&] { return inspect(c.port, "--json").output; };
+
+  auto paused = order(c.port, "pause");
+  INFO(paused.output);
+  CHECK(paused.output.find("{\"ok\":true,\"answer\":\"paused") != std::string::npos);
+  const auto held = manager.wait_for(R"(paused before step (\d+) by an operator)", 20s);
+  REQUIRE_FALSE(held.empty());
+  const long k = std::stol(held);
+  auto s1 = snap();
+  INFO(s1);
+  CHECK(field(s1, "paused") == "true");
+  CHECK(std::stol(field(s1, "step")) == k - 1);
+  // One row per actor: the manager's process and every worker's.
+  CHECK(s1.find("\"kind\":\"manager\",\"node\":-1,\"stage\":-1,\"state\":\"paused\"") !=
+        std::string::npos);
+  CHECK(s1.find("\"kind\":\"gateway\",\"node\":-1") != std::string::npos);
+  for (int n = 0; n < 4; ++n) {
+    const auto node = std::to_string(n);
+    CHECK(s1.find("\"kind\":\"agent\",\"node\":" + node +
+                  ",\"stage\":-1,\"state\":"
+                  "\"assigned\"") != std::string::npos);
+    CHECK(s1.find("\"kind\":\"stage\",\"node\":" + node + ",\"stage\":" + node +
+                  ",\"state\":\"active\",\"doing\":\"step " + std::to_string(k - 1) +
+                  " committed, idle\"") != std::string::npos);
+    CHECK(s1.find("\"kind\":\"shadow\",\"node\":" + node +
+                  ",\"stage\":" + std::to_string((n + 1) % 4) +
+                  ",\"state\":\"shadow\"") != std::string::npos);
+  }
+  std::this_thread::sleep_for(600ms);
+  CHECK(std::stol(field(snap(), "step")) == k - 1); // no step while paused
+
+  CHECK(order(c.port, "checkpoint").output.find("\"ok\":true") != std::string::npos);
+  CHECK_FALSE(
+      eventually(snap, "checkpoint of step " + std::to_string(k) + " written").empty());
+  CHECK(order(c.port, "redundancy eager").output.find("\"ok\":true") !=
+        std::string::npos);
+  auto again = order(c.port, "redundancy eager");
+  CHECK(again.output.find("{\"ok\":false,\"answer\":\"redundancy is eager already") !=
+        std::string::npos);
+  CHECK(order(c.port, "resume").output.find("\"ok\":true,\"answer\":\"resumed\"") !=
+        std::string::npos);
+  CHECK_FALSE(manager
+                  .wait_for("a new plan before step " + std::to_string(k) +
+                                ": an operator set redundancy to eager",
+                            20s)
+                  .empty());
+  CHECK_FALSE(eventually(snap, R"("redundancy":"eager")").empty());
+
+  auto drain = order(c.port, "drain 3");
+  INFO(drain.output);
+  CHECK(drain.output.find("{\"ok\":true,\"answer\":\"node 3 drains") !=
+        std::string::npos);
+  CHECK(c.workers[3]->wait_exit(30s) == 0); // its stage handed over, then let go
+  CHECK_FALSE(manager.wait_for("node 3 drains", 10s).empty());
+  REQUIRE(manager.wait_exit(120s) == 0);
+  const auto m = read_metrics(c.dir.file("metrics.csv"));
+  check_losses(m, embedded_reference(cfg));
+}
+
+TEST_CASE("bamboo-train --inspect-port lets bamboo-inspect watch an embedded run and "
+          "preempt a node's actors while it is paused - the node fails over on resume "
+          "and the losses stay those of the run without it",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(79);
+  cfg.steps = 400;
+  scratch_dir dir;
+  auto args = process_run::args(cfg, dir.file("metrics.csv"), dir.file("digests.csv"),
+                                {"--inspect-port", "0"});
+  args.erase(args.begin() + 1); // embedded: no --processes
+  child run(dir, "train", args, "unused");
+  const auto token_file = run.wait_for(R"(bamboo-inspect --token-file (\S+) )", 30s);
+  const auto port = run.wait_for(R"(bamboo-inspect --token-file \S+ 127\.0\.0\.1:(\d+))");
+  REQUIRE_FALSE(port.empty());
+  REQUIRE_FALSE(run.wait_for(R"(step 3 \()", 30s).empty());
+  const auto with = "--token-file " + token_file;
+  CHECK(order(port, "pause", with).output.find("\"ok\":true") != std::string::npos);
+  const auto held = run.wait_for(R"(paused before step (\d+) by an operator)", 20s);
+  REQUIRE_FALSE(held.empty());
+  auto s = run_command(std::string(BAMBOO_INSPECT_BIN) + " " + with +
+                       " --json 127.0.0.1:" + port)
+               .output;
+  INFO(s);
+  CHECK(field(s, "paused") == "true");
+  CHECK(field(s, "owners") == "[0,1,2,3]");
+  for (const char* kind : {"stage", "shadow", "detector"})
+    for (int n = 0; n < 4; ++n)
+      CHECK(s.find(std::string("\"kind\":\"") + kind +
+                   "\",\"node\":" + std::to_string(n)) != std::string::npos);
+  CHECK(s.find("\"kind\":\"manager\",\"node\":-1,\"stage\":-1,\"state\":\"paused\"") !=
+        std::string::npos);
+
+  auto kill = order(port, "preempt 2", with);
+  INFO(kill.output);
+  CHECK(kill.output.find("{\"ok\":true,\"answer\":\"node 2 preempted: its actors are "
+                         "killed\"}") != std::string::npos);
+  CHECK_FALSE(run.wait_for("node 2 lost while paused", 20s).empty());
+  CHECK(order(port, "preempt 7", with).output.find("node 7 is not in the plan") !=
+        std::string::npos);
+  // A worker is refused by name: the run's nodes are this process's actors.
+  auto worker = run_command(std::string(BAMBOO_WORKER_BIN) + " --token-file " +
+                            token_file + " --manager 127.0.0.1:" + port);
+  CHECK(worker.status == 2);
+  CHECK(worker.output.find("takes observers (bamboo-inspect), not workers") !=
+        std::string::npos);
+  CHECK(order(port, "resume", with).output.find("\"ok\":true") != std::string::npos);
+  CHECK_FALSE(run.wait_for("failover: stage 2 moves to node 1", 20s).empty());
+  REQUIRE(run.wait_exit(120s) == 0);
+  const auto m = read_metrics(dir.file("metrics.csv"));
+  check_losses(m, embedded_reference(cfg));
+  CHECK(m.events.at(static_cast<std::size_t>(std::stol(held))) == "preempted+failover");
+}
+
+TEST_CASE("the full-screen view refuses a terminal too small - and ends with one line "
+          "when the manager dies while it is attached",
+          "[examples]") {
+  no_leftovers guard;
+  scratch_dir dir;
+  child manager(dir, "manager", {BAMBOO_MANAGER_BIN, "--port", "0"}, test_token);
+  const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
+  REQUIRE_FALSE(port.empty());
+  auto view = [&](const std::string& name, int cols, int rows) {
+    return tmux("new-session -d -s " + name + " -x " + std::to_string(cols) + " -y " +
+                std::to_string(rows) + " 'BAMBOO_TOKEN=" + test_token + " " +
+                BAMBOO_INSPECT_BIN + " --timeout-s 3 127.0.0.1:" + port +
+                "; echo EXIT=$?; sleep 60'");
+  };
+  auto screen = [](const std::string& name) {
+    return [name] { return tmux("capture-pane -p -J -t " + name).output; };
+  };
+  REQUIRE(view("small", 60, 15).status == 0);
+  CHECK_FALSE(eventually(screen("small"), "EXIT=2").empty());
+  const auto small = screen("small")();
+  INFO(small);
+  CHECK(small.find("the terminal is too small (60x15; the view needs 72x20)") !=
+        std::string::npos);
+
+  REQUIRE(view("big", 100, 30).status == 0);
+  CHECK_FALSE(eventually(screen("big"), "NODE  ACTOR").empty());
+  REQUIRE(manager.signal(SIGKILL));
+  CHECK_FALSE(eventually(screen("big"), "EXIT=1").empty());
+  const auto gone = screen("big")();
+  INFO(gone);
+  CHECK(gone.find("bamboo-inspect: the manager is gone") != std::string::npos);
+  CHECK(gone.find("NODE  ACTOR") == std::string::npos); // the terminal was restored
+  tmux("kill-server");
+  manager.wait_exit(10s);
 }

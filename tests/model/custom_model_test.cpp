@@ -74,7 +74,7 @@ std::string refusal(train_config c) {
 
 } // namespace
 
-TEST_CASE("a custom convolutional model trains to the same bits on 1 and 3 stages\\, "
+TEST_CASE("a custom convolutional model trains to the same bits on 1 and 3 stages - "
           "over Gloo sockets and through a failover",
           "[model]") {
   const auto one = losses(conv_config(1));
@@ -138,7 +138,7 @@ TEST_CASE("a trainer's hooks hear of each failover with its cost and of each "
   CHECK(written == std::vector<std::int64_t>{2, 4});
 }
 
-TEST_CASE("a worker's model is told apart from the manager's by name and digest\\, and "
+TEST_CASE("a worker's model is told apart from the manager's by name and digest - and "
           "a run's settings name a custom model that only its own build takes",
           "[model]") {
   auto run = std::make_shared<conv_example::conv_classifier>(256);

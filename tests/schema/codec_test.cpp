@@ -21,7 +21,7 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
   p.global_batch = 16;
   p.micro_batch = 4;
   p.cursor = 320;
-  std::vector<frame> frames{heartbeat{3, 2, 17, 123456},
+  std::vector<frame> frames{heartbeat{3, 2, 17, 123456, {}},
                             preemption_notice{4, 30000},
                             join_request{5, "zone-a", "0.1.0", {1, 2, 3}, "", ""},
                             p,
@@ -64,7 +64,7 @@ TEST_CASE("every body kind round-trips field by field, with every field set",
 }
 
 TEST_CASE("frames over the size limit are rejected before parsing", "[schema]") {
-  auto bytes = encode(heartbeat{1, 1, 1, 1});
+  auto bytes = encode(heartbeat{1, 1, 1, 1, {}});
   auto d = decode(bytes.data(), bytes.size(), bytes.size() - 8);
   CHECK(d.error == codec_errc::too_large);
 }

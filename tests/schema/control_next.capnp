@@ -1,5 +1,5 @@
 @0x91bfb32c5e71465f;
-# TEST ONLY: control.capnp as a future minor version (1.9) would write it, to
+# TEST ONLY: control.capnp as a future minor version (1.10) would write it, to
 # check that readers of either version understand each other.
 # bamboo control frames. Fields are only ever added, never renumbered or removed;
 # a reader of minor version n reads frames of any minor version of the same major.
@@ -7,18 +7,31 @@
 $import "/capnp/c++.capnp".namespace("bamboo::wire_next");
 
 const majorVersion :UInt16 = 1;
-const minorVersion :UInt16 = 9;
+const minorVersion :UInt16 = 10;
 
 struct Heartbeat {
   node @0 :UInt32;
   generation @1 :UInt64;
   step @2 :UInt64;
   timeMs @3 :Int64;
-  load @4 :Float32;      # added in 1.9
+  actors @4 :List(ActorRow); # 1.9: the sender's actors, for bamboo-inspect
+  load @5 :Float32;      # added in 1.10
 }
 
-struct DrainNotice {     # added in 1.9
+struct DrainNotice {     # added in 1.10
   node @0 :UInt32;
+}
+
+# One actor as bamboo-inspect lists it (1.9): what it is, where, in which
+# state, what it is doing now and how many messages wait for it.
+struct ActorRow {
+  kind @0 :Text;       # manager, gateway, stage, shadow, detector, agent
+  node @1 :Int32;      # -1: the manager's process
+  stage @2 :Int32;     # the stage p*S+s it runs or shadows; -1: none
+  state @3 :Text;      # active, shadow, promoting, running, paused, ...
+  doing @4 :Text;      # "step 12 B3", "idle", "sum", ...
+  mailbox @5 :UInt32;  # messages waiting, as the actor last saw its mailbox
+  ageMs @6 :Int64;     # since the actor last said what it does
 }
 
 struct PreemptionNotice {
@@ -331,6 +344,9 @@ struct ClusterSnapshot {
   events @12 :List(ClusterEvent);   # the latest, oldest first
   losses @13 :List(Float64);        # the latest steps' losses, oldest first
   uptimeMs @14 :Int64;
+  actors @15 :List(ActorRow);       # 1.9
+  paused @16 :Bool;                 # 1.9: no step starts until resume
+  redundancy @17 :Text;             # 1.9: off, lazy or eager
 }
 
 # An observer's command (1.8): `words` as typed ("preempt", "2"); answered
@@ -398,7 +414,7 @@ struct Frame {
     command @39 :Command;             # 1.8
     commandAnswer @40 :CommandAnswer; # 1.8
     order @41 :Order;                 # 1.8
-    drain @42 :DrainNotice;  # added in 1.9
+    drain @42 :DrainNotice;  # added in 1.10
   }
   target @27 :UInt32;   # 1.2: the actor a frame is for (0 none, 1 stage,
                         # 2 shadow; 1.4: 3 + s, a replica of stage s added later)

@@ -12,8 +12,14 @@
 
 namespace bamboo::schema {
 
+inline auto fields(const actor_row& x) {
+  return std::tie(x.kind, x.node, x.stage, x.state, x.doing, x.mailbox, x.age_ms);
+}
+inline bool operator==(const actor_row& a, const actor_row& b) {
+  return fields(a) == fields(b);
+}
 inline auto fields(const heartbeat& x) {
-  return std::tie(x.node, x.generation, x.step, x.time_ms);
+  return std::tie(x.node, x.generation, x.step, x.time_ms, x.actors);
 }
 inline auto fields(const preemption_notice& x) {
   return std::tie(x.node, x.deadline_ms);
@@ -153,7 +159,7 @@ inline bool operator==(const cluster_event& a, const cluster_event& b) {
 inline auto fields(const cluster_snapshot& x) {
   return std::tie(x.request, x.model, x.generation, x.step, x.steps, x.loss,
                   x.samples_per_s, x.pipelines, x.stages, x.owners, x.shadows, x.nodes,
-                  x.events, x.losses, x.uptime_ms);
+                  x.events, x.losses, x.uptime_ms, x.actors, x.paused, x.redundancy);
 }
 inline auto fields(const command& x) {
   return std::tie(x.request, x.words);
@@ -220,7 +226,7 @@ inline std::vector<frame> every_kind() {
     return d;
   };
   return {
-      heartbeat{3, 2, 17, -123456},
+      heartbeat{3, 2, 17, -123456, {{"stage", 3, 5, "active", "step 17 B2", 4, 30}}},
       preemption_notice{4, 30000},
       join_request{5, "zone-a", "0.1.0", {1, 2, 3}, "conv-classifier", "9f86d081"},
       p,
@@ -270,7 +276,11 @@ inline std::vector<frame> every_kind() {
                        {{0, "a", "active", 12}, {4, "b", "lost", -1}},
                        {{1500, "node 4 lost in step 16"}},
                        {2.75, 2.5},
-                       90000},
+                       90000,
+                       {{"manager", -1, -1, "paused", "before step 18", 2, 5},
+                        {"shadow", 1, 0, "shadow", "idle", 0, 120}},
+                       true,
+                       "eager"},
       command{49, {"preempt", "2"}},
       command_answer{49, true, "node 2 preempted"},
       order{"notice", 30, "an operator's command"}};

@@ -121,7 +121,7 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   joined_member m;
   const int member = m.join();
   auto beat = [&] {
-    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0, {}});
   };
   beat();
 
@@ -178,7 +178,7 @@ TEST_CASE("the gateway heartbeats to every member at the heartbeat period, and s
   const int member = m.join();
   // Ten periods of a member that heartbeats itself (else it is lost).
   for (int i = 0; i < 20; ++i) {
-    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0, {}});
     CHECK_FALSE(m.next(m.policy.period / 2)); // nothing but heartbeats
   }
   // One a period, with room for a loaded machine.
@@ -194,7 +194,7 @@ TEST_CASE("the gateway refuses a second join of a member and a join that claims 
   joined_member m;
   const int member = m.join();
   auto beat = [&] {
-    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0, {}});
   };
   // The same process asks again: no second node slot.
   m.send(schema::challenge_request{0xffffffffu, make_nonce(),
@@ -272,7 +272,7 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
   joined_member m;
   const int member = m.join();
   auto beat = [&] {
-    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0});
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member), 0, 0, 0, {}});
   };
   beat();
   caf::scoped_actor manager{*m.sys}, worker{*m.sys};

@@ -241,7 +241,7 @@ TEST_CASE("with two pipelines a recovery round resends only inside each pipeline
 }
 
 TEST_CASE("after an interruption a stage's pipelines take the gradient sum from one "
-          "that has it\\, sum again when none has\\, and say when it is lost",
+          "that has it - sum again when none has - and say when it is lost",
           "[actors][plan]") {
   // Two pipelines of two stages: coordinates 0 1 | 2 3.
   auto with = [](std::vector<int> complete) {
@@ -277,7 +277,7 @@ TEST_CASE("after an interruption a stage's pipelines take the gradient sum from 
     CHECK(s.source == -1);
 }
 
-TEST_CASE("with --pipelines auto standby nodes that can form a pipeline add one\\, and "
+TEST_CASE("with --pipelines auto standby nodes that can form a pipeline add one - and "
           "a node running two stages with none standby drops one",
           "[actors][plan]") {
   // One pipeline of 4 stages, 4 standby nodes, 4 micro-batches: a second fits.

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""The restart-loop peer: the benchmark GPT trained by 2 Gloo ranks (DDP) that
+restart from their latest checkpoint when a rank dies, as PyTorch's elastic
+documentation tells users to (torchrun restarts the whole group from the
+script's own checkpoint). Debian's torchrun (torch 1.13 under Python 3.11)
+fails at start, so this launcher does what it would: it starts the ranks with
+the environment-variable method (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE),
+watches them, and when one exits abnormally kills the others and starts the
+group again. It also plays the spot market: --kill-at K kills rank 1 (SIGKILL)
+as step K begins, once per K.
+
+Each rank takes half of every step's micro-batches (the global batch is the
+same as one process's); rank 0 saves a checkpoint (model, optimizer, step)
+every --checkpoint-every steps, written to a temporary file and renamed. The
+launcher prints one JSON line per committed step as rank 0 reports it,
+{"step", "loss", "seconds", "wall"}, a line per kill and restart, and at the end
+{"done": true, "wall": ..., "restarts": ..., "redone": ...}.
+
+Run it with Debian's interpreter (/usr/bin/python3, package python3-torch).
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rank_main(a):
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    sys.path.insert(0, HERE)
+    from pytorch_gpt import GPT, lr_at
+
+    torch.set_num_threads(a.threads)
+    dist.init_process_group("gloo", init_method="env://")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(a.seed)
+    tokens = torch.from_numpy(np.fromfile(a.data, dtype="<u2").astype(np.int64))
+    samples = (tokens.numel() - 1) // a.seq_len
+    order = torch.randperm(samples)
+    model = GPT(a.vocab, a.seq_len, a.d_model, a.heads, a.layers, a.dropout)
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "pos"]
+    rest = [p for n, p in model.named_parameters() if p.dim() != 2 or n == "pos"]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": rest, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    ckpt = os.path.join(a.checkpoint_dir, "latest.pt")
+    first = 0
+    if os.path.exists(ckpt):
+        state = torch.load(ckpt)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        first = state["step"]
+    ddp = DDP(model)
+    micro = a.global_batch // a.micro_batch
+    mine = [j for j in range(micro) if j % world == rank]
+    offsets = torch.arange(a.seq_len + 1)
+    for step in range(first, a.steps):
+        start = time.perf_counter()
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, a.steps, a.lr, a.warmup)
+        opt.zero_grad(set_to_none=True)
+        total = torch.zeros(1)
+        for i, j in enumerate(mine):
+            begin = (step * a.global_batch + j * a.micro_batch) % samples
+            idx = order[begin: begin + a.micro_batch]
+            rows = tokens[(idx * a.seq_len).unsqueeze(1) + offsets]
+            last = i == len(mine) - 1
+            ctx = ddp.no_sync() if not last else _null()
+            with ctx:
+                logits = ddp(rows[:, :-1])
+                loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)),
+                                       rows[:, 1:].reshape(-1))
+                # DDP averages over ranks: scale so the sum is the global mean.
+                (loss * world / micro).backward()
+            total += loss.detach()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        dist.all_reduce(total)
+        if rank == 0:
+            if (step + 1) % a.checkpoint_every == 0:
+                tmp = ckpt + ".tmp"
+                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                            "step": step + 1}, tmp)
+                os.replace(tmp, ckpt)
+            print(json.dumps({"step": step, "loss": total.item() / micro,
+                              "seconds": time.perf_counter() - start}), flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def launch(a, passthrough):
+    os.makedirs(a.checkpoint_dir, exist_ok=True)
+    kills = sorted(set(a.kill_at))
+    started = time.monotonic()
+    restarts, committed, redone = 0, set(), 0
+    env_base = dict(os.environ, OPENBLAS_NUM_THREADS=str(a.threads),
+                    OMP_NUM_THREADS=str(a.threads), MASTER_ADDR="127.0.0.1")
+    while True:
+        port = free_port()
+        ranks = []
+        for r in range(2):
+            env = dict(env_base, MASTER_PORT=str(port), RANK=str(r), WORLD_SIZE="2")
+            ranks.append(subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), "--rank"] + passthrough,
+                env=env, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
+                text=True))
+        for line in ranks[0].stdout:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            k = rec["step"]
+            if k in committed:
+                redone += 1
+            committed.add(k)
+            rec["wall"] = time.monotonic() - started
+            print(json.dumps(rec), flush=True)
+            if kills and k + 1 == kills[0]:  # step k+1 begins: the instance goes
+                kills.pop(0)
+                ranks[1].send_signal(signal.SIGKILL)
+                print(json.dumps({"kill": "rank 1", "step": k + 1,
+                                  "wall": time.monotonic() - started}), flush=True)
+        codes = []
+        for p in ranks:
+            # A survivor blocked in a collective with a dead peer: Gloo raises
+            # when the connection drops; a hang is ended here, as torchrun would.
+            try:
+                codes.append(p.wait(timeout=60))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes.append(p.wait())
+        failed = any(c != 0 for c in codes)
+        if not failed and max(committed, default=-1) == a.steps - 1:
+            break
+        for p in ranks:
+            if p.poll() is None:
+                p.kill()
+        restarts += 1
+        if restarts > a.max_restarts:
+            print(json.dumps({"done": False, "why": "too many restarts"}), flush=True)
+            return 1
+        print(json.dumps({"restart": restarts, "exit_codes": codes,
+                          "wall": time.monotonic() - started}), flush=True)
+    print(json.dumps({"done": True, "wall": time.monotonic() - started,
+                      "restarts": restarts, "redone": redone}), flush=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--checkpoint-dir", required=True)
+    ap.add_argument("--checkpoint-every", type=int, default=10)
+    ap.add_argument("--kill-at", type=int, action="append", default=[])
+    ap.add_argument("--max-restarts", type=int, default=10)
+    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--seq-len", type=int, default=64)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--micro-batch", type=int, default=2)
+    ap.add_argument("--global-batch", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    if a.rank:
+        return rank_main(a)
+    # The ranks get the launcher's options but the kills.
+    clean, skip = [], False
+    for x in sys.argv[1:]:
+        if skip:
+            skip = False
+            continue
+        if x == "--kill-at":
+            skip = True
+            continue
+        if x.startswith("--kill-at="):
+            continue
+        clean.append(x)
+    return launch(a, clean)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
