@@ -68,6 +68,7 @@ public:
     }
     return false;
   }
+  pid_t pid() const { return proc_->pid(); }
   int wait_exit(std::chrono::seconds timeout = std::chrono::seconds(120)) {
     return proc_->wait(timeout).value_or(-1);
   }

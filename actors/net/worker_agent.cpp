@@ -60,7 +60,8 @@ struct agent_state {
             return;
           hb.node = member();
           row_.set(registry_ ? "assigned" : "standby",
-                   "generation " + std::to_string(generation_), self_->mailbox().size());
+                   "assigned in generation " + std::to_string(generation_),
+                   self_->mailbox().size());
           hb.actors = actor_board::renumbered(spec_.actors->rows(), member_);
           send_gateway(hb);
         },

@@ -63,8 +63,9 @@ std::string node_words(std::int32_t node) {
   return node < 0 ? "-" : std::to_string(node);
 }
 
-// Rows for each section: the map, the members and the actors get a share of
-// what the header, the answer and the prompt leave; the events the rest.
+// Rows for each section: the map and the members get a share of what the
+// header, the answer and the prompt leave, the actors the rest but for a few
+// events, the events what is left.
 struct layout {
   int map, members, actors;
 };
@@ -76,7 +77,8 @@ layout plan_rows(const schema::cluster_snapshot& s, int free) {
   layout l;
   l.map = share(s.owners.size(), free / 5);
   l.members = share(s.nodes.size(), free / 5);
-  l.actors = share(s.actors.size(), free / 3);
+  const int events = std::min(static_cast<int>(s.events.size()), 4); // at least
+  l.actors = share(s.actors.size(), free - l.map - l.members - events);
   return l;
 }
 
