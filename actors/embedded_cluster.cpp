@@ -174,6 +174,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
       return e.error();
     door = *e;
     door->controls->set_checkpoints(writer != nullptr);
+    for (int n = 0; n < nodes; ++n) // the run's nodes, as a gateway lists members
+      door->board->on_join(n, "default");
     if (writer)
       writer->on_written([board = door->board, hook = opts.on_checkpoint](
                              std::int64_t step, const std::string& at) {

@@ -362,13 +362,15 @@ private:
       a = member_command(cmd);
     else if (!spec_.controls)
       a = {false, "not available in this run"};
-    else if (for_node)
+    else if (for_node) {
       a = spec_.controls->order(
           cmd.what == kind::preempt  ? run_controls::node_action::preempt
           : cmd.what == kind::notice ? run_controls::node_action::notice
                                      : run_controls::node_action::drain,
           cmd.node, cmd.seconds);
-    else if (cmd.what == kind::pause)
+      if (a.ok && cmd.what == kind::drain)
+        spec_.board->on_draining(cmd.node);
+    } else if (cmd.what == kind::pause)
       a = spec_.controls->pause();
     else if (cmd.what == kind::resume)
       a = spec_.controls->resume();
@@ -397,6 +399,7 @@ private:
         }
         for (auto& proxy : proxies)
           self_->send(proxy, notice_atom::value, std::int64_t{-1});
+        spec_.board->on_draining(node);
         return {true, n + " drains: its stages move at the next step boundary, then it "
                           "leaves"};
       }

@@ -52,6 +52,17 @@ void inspect_board::on_failover(const failover_record& f) {
                 f.node, static_cast<long long>(f.step), to_string(f.cause), f.stage,
                 f.heir, f.latency_s, f.recomputed_forwards, f.recomputed_backwards);
   event(text);
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto it = members_.find(f.node);
+  if (it != members_.end() && it->second.gone.empty())
+    it->second.gone = f.cause == failover_cause::preemption_notice ? "left" : "lost";
+}
+
+void inspect_board::on_draining(int node) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto it = members_.find(node);
+  if (it != members_.end())
+    it->second.draining = true;
 }
 
 void inspect_board::event(const std::string& text, clock::time_point now) {
@@ -61,7 +72,7 @@ void inspect_board::event(const std::string& text, clock::time_point now) {
 
 void inspect_board::on_join(int node, const std::string& zone, clock::time_point now) {
   std::lock_guard<std::mutex> guard{mtx_};
-  members_[node] = {zone, ""};
+  members_[node] = {zone, "", false};
   add_event("node " + std::to_string(node) + " joined (zone '" + zone + "')", now);
 }
 
@@ -86,6 +97,8 @@ inspect_board::snapshot(std::uint64_t request,
   out.losses.assign(losses_.begin(), losses_.end());
   for (const auto& [node, m] : members_) {
     std::string state = m.gone;
+    if (state.empty() && m.draining)
+      state = "draining";
     if (state.empty()) {
       const auto owned = std::count(out.owners.begin(), out.owners.end(), node);
       const bool shadow =

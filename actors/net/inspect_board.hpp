@@ -32,10 +32,14 @@ public:
   void on_join(int node, const std::string& zone, clock::time_point now = clock::now());
   // lost, fenced, left: the member is gone.
   void on_gone(int node, const std::string& state, clock::time_point now = clock::now());
+  // An operator drains the member: "draining" until it is gone.
+  void on_draining(int node);
 
   // Heartbeat ages by node (those watched); the state of each member comes
   // from the plan: active (owns a stage), degraded (owns two or more), shadow
-  // (holds only replicas), standby (neither), or how it went.
+  // (holds only replicas), standby (neither), draining, or how it went (a
+  // failover marks its node lost, or left after a notice, where no gateway
+  // saw it go: embedded runs).
   schema::cluster_snapshot snapshot(std::uint64_t request,
                                     const std::map<int, std::int64_t>& heartbeat_age_ms,
                                     clock::time_point now = clock::now()) const;
@@ -50,6 +54,7 @@ private:
   struct member {
     std::string zone;
     std::string gone; // "" while a member
+    bool draining = false;
   };
   std::map<int, member> members_;
   std::deque<schema::cluster_event> events_;

@@ -163,10 +163,9 @@ TEST_CASE("bamboo-inspect refuses a wrong token - says when nobody listens - and
   CHECK(bad.output.find("'nowhere' is not HOST:PORT") != std::string::npos);
 }
 
-TEST_CASE(
-    "the full-screen view in tmux shows the cluster - and 'preempt 2' typed at its "
-    "prompt kills node 2 - its stage moves to node 1 and the steps go on",
-    "[examples]") {
+TEST_CASE("the full-screen view in tmux shows the cluster - and 'preempt 2' typed at its "
+          "prompt kills node 2 - its stage moves to node 1 and the steps go on",
+          "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(73);
   cfg.steps = 400;
@@ -213,10 +212,9 @@ TEST_CASE(
   c.manager->wait_exit(30s);
 }
 
-TEST_CASE(
-    "bamboo-inspect --json runs an operator's command and answers it - and refuses "
-    "a command for a node that is not a member",
-    "[examples]") {
+TEST_CASE("bamboo-inspect --json runs an operator's command and answers it - and refuses "
+          "a command for a node that is not a member",
+          "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(75);
   cfg.steps = 400;
@@ -358,6 +356,14 @@ TEST_CASE("bamboo-train --inspect-port lets bamboo-inspect watch an embedded run
         std::string::npos);
   CHECK(order(port, "resume", with).output.find("\"ok\":true") != std::string::npos);
   CHECK_FALSE(run.wait_for("failover: stage 2 moves to node 1", 20s).empty());
+  auto after = run_command(std::string(BAMBOO_INSPECT_BIN) + " " + with +
+                           " --json 127.0.0.1:" + port)
+                   .output;
+  INFO(after);
+  CHECK(after.find("\"node\":2,\"zone\":\"default\",\"state\":\"lost\"") !=
+        std::string::npos);
+  CHECK(after.find("\"node\":1,\"zone\":\"default\",\"state\":\"degraded\"") !=
+        std::string::npos);
   REQUIRE(run.wait_exit(120s) == 0);
   const auto m = read_metrics(dir.file("metrics.csv"));
   check_losses(m, embedded_reference(cfg));

@@ -73,6 +73,21 @@ TEST_CASE("the inspector's board says which member is active - a shadow - standb
   CHECK(s.events[6].text.find("node 2 lost in step 1 (") == 0);
   CHECK(s.events[6].text.find("stage 2 moved to node 1, 0.250 s, 3 forwards") !=
         std::string::npos);
+
+  // An operator drains node 3: draining until its stages moved (a notice's
+  // failover: it left). Embedded runs have no gateway to see a node go: the
+  // failover says it (node 0 killed).
+  b.on_draining(3);
+  CHECK(b.snapshot(9, {}).nodes[3].state == "draining");
+  f.node = 3;
+  f.cause = failover_cause::preemption_notice;
+  b.on_failover(f);
+  f.node = 0;
+  f.cause = failover_cause::preempted;
+  b.on_failover(f);
+  s = b.snapshot(10, {});
+  CHECK(s.nodes[3].state == "left");
+  CHECK(s.nodes[0].state == "lost");
 }
 
 TEST_CASE("the inspector's board keeps the latest events and losses only", "[net]") {
