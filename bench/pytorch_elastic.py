@@ -7,7 +7,8 @@ fails at start, so this launcher does what it would: it starts the ranks with
 the environment-variable method (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE),
 watches them, and when one exits abnormally kills the others and starts the
 group again. It also plays the spot market: --kill-at K kills rank 1 (SIGKILL)
-as step K begins, once per K.
+as step K begins, once per K, and its replacement is ready --replace-after-s
+later (the group restarts then).
 
 Each rank takes half of every step's micro-batches (the global batch is the
 same as one process's); rank 0 saves a checkpoint (model, optimizer, step)
@@ -66,6 +67,9 @@ def rank_main(a):
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         first = state["step"]
+    # The causal mask is a bool buffer, which Gloo cannot broadcast; every rank
+    # builds the same one.
+    DDP._set_params_and_buffers_to_ignore_for_model(model, ["mask"])
     ddp = DDP(model)
     micro = a.global_batch // a.micro_batch
     mine = [j for j in range(micro) if j % world == rank]
@@ -128,6 +132,7 @@ def launch(a, passthrough):
                 [sys.executable, os.path.abspath(__file__), "--rank"] + passthrough,
                 env=env, stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
                 text=True))
+        killed_at = None
         for line in ranks[0].stdout:
             try:
                 rec = json.loads(line)
@@ -142,6 +147,7 @@ def launch(a, passthrough):
             if kills and k + 1 == kills[0]:  # step k+1 begins: the instance goes
                 kills.pop(0)
                 ranks[1].send_signal(signal.SIGKILL)
+                killed_at = time.monotonic()
                 print(json.dumps({"kill": "rank 1", "step": k + 1,
                                   "wall": time.monotonic() - started}), flush=True)
         codes = []
@@ -154,16 +160,21 @@ def launch(a, passthrough):
                 p.kill()
                 codes.append(p.wait())
         failed = any(c != 0 for c in codes)
+        failed_at = time.monotonic() - started  # every rank of the group ended
         if not failed and max(committed, default=-1) == a.steps - 1:
             break
         for p in ranks:
             if p.poll() is None:
                 p.kill()
         restarts += 1
+        # The killed rank's instance is gone: the group starts again when a
+        # replacement is there.
+        if killed_at is not None:
+            time.sleep(max(0.0, killed_at + a.replace_after_s - time.monotonic()))
         if restarts > a.max_restarts:
             print(json.dumps({"done": False, "why": "too many restarts"}), flush=True)
             return 1
-        print(json.dumps({"restart": restarts, "exit_codes": codes,
+        print(json.dumps({"restart": restarts, "exit_codes": codes, "failed": failed_at,
                           "wall": time.monotonic() - started}), flush=True)
     print(json.dumps({"done": True, "wall": time.monotonic() - started,
                       "restarts": restarts, "redone": redone}), flush=True)
@@ -178,6 +189,8 @@ def main():
     ap.add_argument("--checkpoint-every", type=int, default=10)
     ap.add_argument("--kill-at", type=int, action="append", default=[])
     ap.add_argument("--max-restarts", type=int, default=10)
+    ap.add_argument("--replace-after-s", type=float, default=0.0,
+                    help="a killed rank's replacement is there this long after the kill")
     ap.add_argument("--vocab", type=int, default=256)
     ap.add_argument("--seq-len", type=int, default=64)
     ap.add_argument("--d-model", type=int, default=64)
