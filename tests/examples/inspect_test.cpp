@@ -59,6 +59,17 @@ struct cluster {
   }
 };
 
+// A manager with no run (admission only): observers attach, nothing trains.
+struct idle_manager {
+  scratch_dir dir;
+  child proc{dir, "manager", {BAMBOO_MANAGER_BIN, "--port", "0"}, test_token};
+  std::string port;
+  idle_manager() {
+    port = proc.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
+    REQUIRE_FALSE(port.empty());
+  }
+};
+
 // tmux on a server of its own, for the view's tests.
 outcome tmux(const std::string& args) {
   return run_command("tmux -L bamboo-test-" + std::to_string(getpid()) + " " + args);
@@ -136,10 +147,9 @@ TEST_CASE("bamboo-inspect refuses a wrong token - says when nobody listens - and
           "--json or --watch when its output is not a terminal",
           "[examples]") {
   no_leftovers guard;
-  scratch_dir dir;
-  child manager(dir, "manager", {BAMBOO_MANAGER_BIN, "--port", "0"}, test_token);
-  const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
-  REQUIRE_FALSE(port.empty());
+  idle_manager idle;
+  auto& manager = idle.proc;
+  const auto& port = idle.port;
   auto wrong = inspect(port, "--json", "another-cluster-token-0123456789");
   CHECK(wrong.status == 2);
   // The observer checks the manager's proof first: a wrong token fails it.
@@ -374,10 +384,9 @@ TEST_CASE("the full-screen view refuses a terminal too small - and ends with one
           "when the manager dies while it is attached",
           "[examples]") {
   no_leftovers guard;
-  scratch_dir dir;
-  child manager(dir, "manager", {BAMBOO_MANAGER_BIN, "--port", "0"}, test_token);
-  const auto port = manager.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
-  REQUIRE_FALSE(port.empty());
+  idle_manager idle;
+  auto& manager = idle.proc;
+  const auto& port = idle.port;
   auto view = [&](const std::string& name, int cols, int rows) {
     return tmux("new-session -d -s " + name + " -x " + std::to_string(cols) + " -y " +
                 std::to_string(rows) + " 'BAMBOO_TOKEN=" + test_token + " " +
