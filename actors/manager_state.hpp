@@ -1,10 +1,12 @@
-// The cluster manager's state, private to its three files:
+// The cluster manager's state, private to its four files:
 //   cluster_manager.cpp  the behavior, set-up and the end of the run;
 //   manager_steps.cpp    the step cycle (run, report, clip, commit, sync) and
 //                        the hand-off of noticed nodes at a step boundary;
 //   manager_recovery.cpp losses (down messages, missed heartbeats), failover
 //                        and the recovery round of an interrupted step, and
-//                        re-shadowing at a step boundary.
+//                        re-shadowing at a step boundary;
+//   manager_controls.cpp an operator's pause, node orders and redundancy
+//                        change, and the manager's row on the actor board.
 // Decisions are the plain functions of actors/plan; this class only applies them.
 #pragma once
 
@@ -64,11 +66,7 @@ private:
 
   // manager_steps.cpp
   void begin_step();
-  bool held();
-  void say(const char* state, const std::string& doing);
-  void carry_out_orders();
   void maybe_checkpoint(bool periodic);
-  std::string redundancy_change();
   void start_owners();
   void run_owners();
   bool replan();
@@ -87,6 +85,12 @@ private:
   void close_failovers(step_record& rec, clock_type::time_point now);
   bool degraded() const;
   std::string unprotected() const;
+
+  // manager_controls.cpp
+  bool held();
+  void say(const char* state, const std::string& doing);
+  void carry_out_orders();
+  std::string redundancy_change();
 
   // manager_recovery.cpp
   void on_down(const caf::down_msg& dm);

@@ -313,7 +313,9 @@ TEST_CASE("an operator pauses a run - takes a checkpoint - switches redundancy t
         std::string::npos);
   CHECK(c.workers[3]->wait_exit(30s) == 0); // its stage handed over, then let go
   CHECK_FALSE(manager.wait_for("node 3 drains", 10s).empty());
-  REQUIRE(manager.wait_exit(120s) == 0);
+  const int status = manager.wait_exit(120s);
+  INFO(manager.log());
+  REQUIRE(status == 0);
   const auto m = read_metrics(c.dir.file("metrics.csv"));
   check_losses(m, embedded_reference(cfg));
 }
