@@ -13,11 +13,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <sstream>
-#include <thread>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "examples/cluster/parse_or_exit.hpp"
@@ -97,7 +97,9 @@ double process_cpu(pid_t pid) {
 double children_cpu() {
   rusage u{};
   getrusage(RUSAGE_CHILDREN, &u);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
+  auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec;
+  };
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
@@ -146,7 +148,7 @@ int main(int argc, char** argv) {
     }
     w = step_interval(run, 1);
     const auto run_end = clock_type::now();
-    const double before = children_cpu(); // the run is reaped, the console not yet
+    const double before = children_cpu();        // the run is reaped, the console not yet
     console.wait_exit(std::chrono::seconds(30)); // --watch ends with the run
     const double cpu = children_cpu() - before;
     // The console was attached, and asked until the run ended.

@@ -29,6 +29,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from gpt_options import add_model_options  # noqa: E402 (after the path)
 
 
 def free_port():
@@ -44,7 +46,6 @@ def rank_main(a):
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    sys.path.insert(0, HERE)
     from pytorch_gpt import GPT, lr_at
 
     torch.set_num_threads(a.threads)
@@ -191,19 +192,8 @@ def main():
     ap.add_argument("--max-restarts", type=int, default=10)
     ap.add_argument("--replace-after-s", type=float, default=0.0,
                     help="a killed rank's replacement is there this long after the kill")
-    ap.add_argument("--vocab", type=int, default=256)
-    ap.add_argument("--seq-len", type=int, default=64)
-    ap.add_argument("--d-model", type=int, default=64)
-    ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--micro-batch", type=int, default=2)
-    ap.add_argument("--global-batch", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=50)
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=1)
+    add_model_options(ap, seq_len=64, d_model=64, heads=4, micro_batch=2,
+                      global_batch=8, steps=50)
     a = ap.parse_args()
     if a.rank:
         return rank_main(a)

@@ -29,6 +29,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from gpt_options import add_model_options
+
 
 def write_data(path, vocab, tokens, seed):
     rng = np.random.default_rng(seed)
@@ -113,19 +115,7 @@ def main():
     ap.add_argument("--write-data")
     ap.add_argument("--data")
     ap.add_argument("--tokens", type=int, default=1 << 18)
-    ap.add_argument("--vocab", type=int, default=256)
-    ap.add_argument("--seq-len", type=int, default=128)
-    ap.add_argument("--d-model", type=int, default=256)
-    ap.add_argument("--heads", type=int, default=8)
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--dropout", type=float, default=0.1)
-    ap.add_argument("--micro-batch", type=int, default=4)
-    ap.add_argument("--global-batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=1)
+    add_model_options(ap)
     a = ap.parse_args()
     if a.write_data:
         write_data(a.write_data, a.vocab, a.tokens, a.seed)

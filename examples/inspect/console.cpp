@@ -86,14 +86,15 @@ void draw(const schema::cluster_snapshot& s, const std::string& address,
           const std::string& input, const std::vector<std::string>& answer) {
   erase();
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "bamboo-inspect %s  %smodel %s  generation %llu  step %lld/%lld  loss %.4f  "
-                "%.1f samples/s  redundancy %s  up %.1f s",
-                address.c_str(), s.paused ? "PAUSED  " : "", s.model.c_str(),
-                static_cast<unsigned long long>(s.generation),
-                static_cast<long long>(s.step), static_cast<long long>(s.steps), s.loss,
-                s.samples_per_s, s.redundancy.empty() ? "-" : s.redundancy.c_str(),
-                static_cast<double>(s.uptime_ms) / 1000.0);
+  std::snprintf(
+      buf, sizeof buf,
+      "bamboo-inspect %s  %smodel %s  generation %llu  step %lld/%lld  loss %.4f  "
+      "%.1f samples/s  redundancy %s  up %.1f s",
+      address.c_str(), s.paused ? "PAUSED  " : "", s.model.c_str(),
+      static_cast<unsigned long long>(s.generation), static_cast<long long>(s.step),
+      static_cast<long long>(s.steps), s.loss, s.samples_per_s,
+      s.redundancy.empty() ? "-" : s.redundancy.c_str(),
+      static_cast<double>(s.uptime_ms) / 1000.0);
   put(0, buf, A_BOLD);
   put(1, "loss  " + sparkline(s.losses, static_cast<std::size_t>(std::max(COLS - 8, 1))));
   // Header, sparkline, four section titles, the answer and the prompt.
