@@ -20,6 +20,7 @@ launcher prints one JSON line per committed step as rank 0 reports it,
 Run it with Debian's interpreter (/usr/bin/python3, package python3-torch).
 """
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -40,27 +41,18 @@ def free_port():
 
 
 def rank_main(a):
-    import numpy as np
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from pytorch_gpt import GPT, lr_at
+    from pytorch_gpt import Training, lr_at
 
     torch.set_num_threads(a.threads)
     dist.init_process_group("gloo", init_method="env://")
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(a.seed)
-    tokens = torch.from_numpy(np.fromfile(a.data, dtype="<u2").astype(np.int64))
-    samples = (tokens.numel() - 1) // a.seq_len
-    order = torch.randperm(samples)
-    model = GPT(a.vocab, a.seq_len, a.d_model, a.heads, a.layers, a.dropout)
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "pos"]
-    rest = [p for n, p in model.named_parameters() if p.dim() != 2 or n == "pos"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": rest, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    t = Training(a)
+    model, opt = t.model, t.opt
     ckpt = os.path.join(a.checkpoint_dir, "latest.pt")
     first = 0
     if os.path.exists(ckpt):
@@ -74,7 +66,6 @@ def rank_main(a):
     ddp = DDP(model)
     micro = a.global_batch // a.micro_batch
     mine = [j for j in range(micro) if j % world == rank]
-    offsets = torch.arange(a.seq_len + 1)
     for step in range(first, a.steps):
         start = time.perf_counter()
         for g in opt.param_groups:
@@ -82,12 +73,9 @@ def rank_main(a):
         opt.zero_grad(set_to_none=True)
         total = torch.zeros(1)
         for i, j in enumerate(mine):
-            begin = (step * a.global_batch + j * a.micro_batch) % samples
-            idx = order[begin: begin + a.micro_batch]
-            rows = tokens[(idx * a.seq_len).unsqueeze(1) + offsets]
+            rows = t.rows(step, j)
             last = i == len(mine) - 1
-            ctx = ddp.no_sync() if not last else _null()
-            with ctx:
+            with ddp.no_sync() if not last else contextlib.nullcontext():
                 logits = ddp(rows[:, :-1])
                 loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)),
                                        rows[:, 1:].reshape(-1))
@@ -107,14 +95,6 @@ def rank_main(a):
                               "seconds": time.perf_counter() - start}), flush=True)
     dist.destroy_process_group()
     return 0
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def launch(a, passthrough):

@@ -110,6 +110,34 @@ def lr_at(step, steps, lr, warmup, min_ratio=0.1):
     return lr * (min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+class Training:
+    """What every peer trains from the options: the token file, the seeded
+    sample order, the model and AdamW (as bamboo: matrices decay; biases,
+    LayerNorm gains and positions do not)."""
+
+    def __init__(self, a):
+        torch.manual_seed(a.seed)
+        self.a = a
+        self.tokens = torch.from_numpy(np.fromfile(a.data, dtype="<u2").astype(np.int64))
+        self.samples = (self.tokens.numel() - 1) // a.seq_len
+        self.order = torch.randperm(self.samples)
+        self.offsets = torch.arange(a.seq_len + 1)
+        self.model = GPT(a.vocab, a.seq_len, a.d_model, a.heads, a.layers, a.dropout)
+        named = list(self.model.named_parameters())
+        decay = [p for n, p in named if p.dim() == 2 and n != "pos"]
+        rest = [p for n, p in named if p.dim() != 2 or n == "pos"]
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                      {"params": rest, "weight_decay": 0.0}],
+                                     lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+
+    def rows(self, step, j):
+        """Micro-batch j of `step`: its samples' tokens, one more than the length."""
+        a = self.a
+        first = (step * a.global_batch + j * a.micro_batch) % self.samples
+        idx = self.order[first: first + a.micro_batch]
+        return self.tokens[(idx * a.seq_len).unsqueeze(1) + self.offsets]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--write-data")
@@ -123,19 +151,9 @@ def main():
     if not a.data:
         ap.error("give --data FILE (or --write-data FILE)")
     torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
-    tokens = torch.from_numpy(np.fromfile(a.data, dtype="<u2").astype(np.int64))
-    samples = (tokens.numel() - 1) // a.seq_len
-    order = torch.randperm(samples)
-    model = GPT(a.vocab, a.seq_len, a.d_model, a.heads, a.layers, a.dropout)
-    # As bamboo: matrices decay; biases, LayerNorm gains and positions do not.
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n != "pos"]
-    rest = [p for n, p in model.named_parameters() if p.dim() != 2 or n == "pos"]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                             {"params": rest, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    t = Training(a)
+    model, opt = t.model, t.opt
     micro = a.global_batch // a.micro_batch
-    offsets = torch.arange(a.seq_len + 1)
     for step in range(a.steps):
         start = time.perf_counter()
         for g in opt.param_groups:
@@ -143,9 +161,7 @@ def main():
         opt.zero_grad(set_to_none=True)
         total = 0.0
         for j in range(micro):
-            first = (step * a.global_batch + j * a.micro_batch) % samples
-            idx = order[first: first + a.micro_batch]
-            rows = tokens[(idx * a.seq_len).unsqueeze(1) + offsets]
+            rows = t.rows(step, j)
             logits = model(rows[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), rows[:, 1:].reshape(-1))
             (loss / micro).backward()
