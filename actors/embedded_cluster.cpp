@@ -46,18 +46,7 @@ public:
   stage_actor add_shadow(caf::local_actor* manager, int node,
                          std::shared_ptr<node_group> group,
                          const replica_handle& replica) override {
-    stage_actor_spec sh;
-    sh.cfg = r_.cfg;
-    sh.node = node;
-    sh.executor = replica.executor;
-    sh.injector = r_.injector;
-    sh.transports = r_.transports;
-    sh.sync = r_.sync;
-    sh.group = group;
-    sh.actors = r_.actors;
-    auto actor = spawn_shadow_actor(manager, std::move(sh));
-    group->add(actor);
-    return actor;
+    return spawn_replica(manager, node, r_, replica.executor, std::move(group));
   }
   shadow_source reshadowing() const override { return shadow_source::clone; }
   stage_actor add_empty_shadow(caf::local_actor*, int, int) override { return {}; }

@@ -25,6 +25,23 @@ void node_group::kill_all(const caf::actor_addr& except) {
       caf::anon_send_exit(caf::actor_cast<caf::actor>(p), caf::exit_reason::kill);
 }
 
+stage_actor spawn_replica(caf::local_actor* supervisor, int node, const node_resources& r,
+                          std::shared_ptr<stage_executor> executor,
+                          std::shared_ptr<node_group> group) {
+  stage_actor_spec sh;
+  sh.cfg = r.cfg;
+  sh.node = node;
+  sh.executor = std::move(executor);
+  sh.injector = r.injector;
+  sh.transports = r.transports;
+  sh.sync = r.sync;
+  sh.group = group;
+  sh.actors = r.actors;
+  auto actor = spawn_shadow_actor(supervisor, std::move(sh));
+  group->add(actor);
+  return actor;
+}
+
 node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
                         const node_resources& r) {
   node_handles h;

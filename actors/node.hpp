@@ -24,6 +24,7 @@ class token_corpus;
 class transport_registry;
 class preemption_injector;
 class actor_board;
+class stage_executor;
 struct checkpoint;
 
 // The actors of one node: when the node is preempted they all die at once.
@@ -86,5 +87,12 @@ struct node_handles {
 // Spawns the node's actors, all monitored by `supervisor`.
 node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
                         const node_resources& r);
+
+// A replica added later to node `node`'s group (a new shadow at a step
+// boundary), running `executor` with the node's resources; monitored by
+// `supervisor`, and it dies with the group.
+stage_actor spawn_replica(caf::local_actor* supervisor, int node, const node_resources& r,
+                          std::shared_ptr<stage_executor> executor,
+                          std::shared_ptr<node_group> group);
 
 } // namespace bamboo

@@ -310,19 +310,17 @@ private:
             : std::make_shared<transport_registry>(
                   in->cfg.coordinates(), spec_.store_host, store_port_, spec_.advertise);
     registry_->set_timeout(spec_.transport_timeout);
-    cfg_ = in->cfg;
-    corpus_ = in->corpus;
     parts_ = in->parts;
     node_ = in->node.node;
-    node_resources res;
-    res.cfg = in->cfg;
-    res.corpus = in->corpus;
-    res.transports = registry_;
-    res.sync = shadow_sync::transport;
-    res.detector = false; // this agent heartbeats for the process
-    res.resume = in->resume;
-    res.actors = spec_.actors;
-    auto h = spawn_node(self_, in->node, res);
+    res_ = {};
+    res_.cfg = in->cfg;
+    res_.corpus = in->corpus;
+    res_.transports = registry_;
+    res_.sync = shadow_sync::transport;
+    res_.detector = false; // this agent heartbeats for the process
+    res_.resume = in->resume;
+    res_.actors = spec_.actors;
+    auto h = spawn_node(self_, in->node, res_);
     group_ = h.group;
     add_local(target::stage, h.stage);
     if (h.shadow)
@@ -442,20 +440,15 @@ private:
   // group; invalid when this node has no assignment yet or the stage does not
   // exist.
   stage_actor add_replica(int stage) {
-    if (!group_ || stage < 0 || stage >= cfg_.coordinates())
+    const auto& cfg = res_.cfg;
+    if (!group_ || stage < 0 || stage >= cfg.coordinates())
       return {};
-    stage_actor_spec sh;
-    sh.cfg = cfg_;
-    sh.node = node_;
-    const int s = stage % cfg_.stages;
-    sh.executor = std::make_shared<stage_executor>(
-        cfg_, s, parts_.at(static_cast<std::size_t>(s)), corpus_, stage / cfg_.stages);
-    sh.transports = registry_;
-    sh.sync = shadow_sync::transport;
-    sh.group = group_;
-    sh.actors = spec_.actors;
-    auto actor = spawn_shadow_actor(self_, std::move(sh));
-    group_->add(actor);
+    const int s = stage % cfg.stages;
+    auto actor = spawn_replica(
+        self_, node_, res_,
+        std::make_shared<stage_executor>(cfg, s, parts_.at(static_cast<std::size_t>(s)),
+                                         res_.corpus, stage / cfg.stages),
+        group_);
     add_local(target_, actor);
     logger_->info("node {}: a new replica of stage {}", node_, stage);
     return actor;
@@ -589,8 +582,7 @@ private:
   // From the assignment: what a replica added later is made of.
   int node_ = -1;
   std::uint64_t generation_ = 0; // of the assignment
-  train_config cfg_;
-  std::shared_ptr<const token_corpus> corpus_;
+  node_resources res_;           // what the node's actors run with (a later replica too)
   std::vector<stage_range> parts_;
   target target_ = target::none; // of the frame being handled
   std::map<target, stage_actor> locals_;
