@@ -15,6 +15,8 @@
 //               schedule (cores x step time - the process's CPU time in the
 //               step, measured) against the work eager adds (its CPU time
 //               over off's): eager cannot beat max(T_off, CPU_eager / cores).
+//               FRC runs only in idle core time; the share of FRC forwards
+//               that found some is printed next to it.
 // `--part` picks one (all four take 15-25 minutes on 2 cores).
 #include <algorithm>
 #include <cstdio>
@@ -212,12 +214,13 @@ double process_cpu_seconds() {
 
 struct step_costs {
   double wall = 0, cpu = 0; // medians per step, warm-up left out
+  double frc_share = 0;     // eager: FRC forwards run / (S-1) x M, median per step
 };
 
 // One run's step times and the CPU time the process spent in each step (from
 // one step's commit to the next's).
 step_costs measure_steps(const train_config& c) {
-  std::vector<double> wall, cpu;
+  std::vector<double> wall, cpu, frc;
   double last = -1;
   run_options o;
   o.on_step = [&](const step_record& r) {
@@ -225,17 +228,21 @@ step_costs measure_steps(const train_config& c) {
     if (r.step >= warmup_steps && last >= 0) {
       wall.push_back(r.seconds);
       cpu.push_back(now - last);
+      double ran = 0; // the last stage runs none: its successor is stage 0
+      for (const auto& w : r.work)
+        ran += w.frc;
+      frc.push_back(ran / ((c.stages - 1) * c.micro_batches()));
     }
     last = now;
   };
   run(c, o);
-  return {median(wall), median(cpu)};
+  return {median(wall), median(cpu), median(frc)};
 }
 
 void bubbles(const bench_options& b) {
   const double cores = std::thread::hardware_concurrency();
   for (int stages : {2, 4}) {
-    std::vector<double> ratio, bound, idle_share, added_share;
+    std::vector<double> ratio, bound, idle_share, added_share, frc_share;
     step_costs off_last, eager_last;
     for (int round = 0; round < b.rounds; ++round) {
       auto off_cfg = bench_config(redundancy_mode::off, b.steps);
@@ -247,6 +254,7 @@ void bubbles(const bench_options& b) {
       bound.push_back(std::min(1.0, cores * off.wall / eager.cpu));
       idle_share.push_back((cores * off.wall - off.cpu) / (cores * off.wall));
       added_share.push_back((eager.cpu - off.cpu) / (cores * off.wall));
+      frc_share.push_back(eager.frc_share);
       off_last = off;
       eager_last = eager;
     }
@@ -256,6 +264,8 @@ void bubbles(const bench_options& b) {
                 bench::spread(idle_share, "").c_str());
     std::printf("  work eager adds (its CPU time - off's, same share):   %s\n",
                 bench::spread(added_share, "").c_str());
+    std::printf("  FRC forwards run in idle time (the rest dropped): %s\n",
+                bench::spread(frc_share, "").c_str());
     std::printf("  throughput eager / off: %s\n", bench::spread(ratio, "").c_str());
     std::printf("  its bound min(1, cores x T_off / CPU_eager): %s\n",
                 bench::spread(bound, "").c_str());

@@ -1,8 +1,11 @@
 #include "model/stage_executor.hpp"
 
+#include <algorithm>
+
 #include <ATen/record_function.h>
 
 #include "model/checkpoint.hpp"
+#include "model/frc_worker.hpp"
 
 #include "log/log.hpp"
 
@@ -22,6 +25,8 @@ stage_executor::stage_executor(const train_config& cfg, int stage, stage_range r
   opt_ = std::make_unique<adamw>(std::move(params), cfg.optim, cfg.steps);
 }
 
+stage_executor::~stage_executor() = default;
+
 void stage_executor::begin_step(std::int64_t k) {
   if (progress_.step == k)
     return;
@@ -35,6 +40,7 @@ void stage_executor::begin_step(std::int64_t k) {
   losses_.clear();
   delivered_act_.clear();
   delivered_grad_.clear();
+  frc_queued_.clear();
   local_grads_ = at::Tensor();
   sum_ = at::Tensor();
   sum_source_ = -1;
@@ -138,9 +144,15 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
 }
 
 void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
-  begin_step(k);
-  if (pending_.count(j))
-    return;
+  {
+    // The FRC thread and, at the step's end, the stage's own thread may both
+    // run FRC on this replica: the step's state is shared, the layers are not
+    // written by a forward.
+    std::lock_guard<std::mutex> lk(frc_mu_);
+    begin_step(k);
+    if (pending_.count(j))
+      return;
+  }
   in_flight f;
   f.input = activation.detach().requires_grad_(true);
   auto x = run_layers(k, j, f.input);
@@ -149,6 +161,7 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
     x = model_->loss(x, mb.target);
   }
   f.output = x;
+  std::lock_guard<std::mutex> lk(frc_mu_);
   pending_[j] = std::move(f);
 }
 
@@ -176,9 +189,57 @@ void stage_executor::promote(std::int64_t k) {
 step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>& ops,
                                  tensor_transport& t, stage_executor* replica,
                                  const kill_hook& hook) {
+  step_outcome out;
+  try {
+    out = run_ops(k, ops, t, replica, hook);
+  } catch (...) {
+    if (frc_) // no task may outlive this call: the replica is the caller's
+      frc_->settle(false);
+    throw;
+  }
+  // FRC serves only a failover within this step. Interrupted by a loss, this
+  // node may be the heir: what is queued is finished now. A completed step (or
+  // a killed node) drops what did not fit the idle time: the successor has
+  // finished its compute by now, and forwards run later would never be used.
+  const bool interrupted = !out.killed && !out.status;
+  if (auto error = settle_frc(interrupted, out); !error.empty() && out.status)
+    out.status = {transport_errc::invalid, error};
+  return out;
+}
+
+std::string stage_executor::settle_frc(bool finish, step_outcome& out) {
+  if (!frc_)
+    return {};
+  auto s = frc_->settle(finish);
+  progress_.frc.insert(s.done.begin(), s.done.end());
+  out.frc_wait_seconds += s.spill_seconds;
+  out.frc_dropped += s.dropped;
+  if (s.spill_seconds > 0 || s.dropped > 0)
+    log::get("bamboo.stage")
+        ->debug("stage {} step {}: FRC of {} micro-batch(es) ran, {} dropped (no idle "
+                "time for them), {:.1f} ms waited for it",
+                stage_, progress_.step, s.done.size(), s.dropped, 1e3 * s.spill_seconds);
+  return s.error;
+}
+
+void stage_executor::queue_frc(std::int64_t k, int j, stage_executor* replica) {
+  // Only when the replica is still a shadow and has the activation to use.
+  if (!replica || !sent_act_.count(j) || !frc_queued_.insert(j).second)
+    return;
+  if (!frc_)
+    frc_ = std::make_unique<frc_worker>(cfg_.threads);
+  frc_->submit(j, [replica, k, j, act = sent_act_[j]] { replica->frc(k, j, act); });
+}
+
+step_outcome stage_executor::run_ops(std::int64_t k, const std::vector<instruction>& ops,
+                                     tensor_transport& t, stage_executor* replica,
+                                     const kill_hook& hook) {
   static auto logger = log::get("bamboo.stage");
   begin_step(k);
   step_outcome out;
+  const bool eager = std::any_of(ops.begin(), ops.end(), [](const instruction& op) {
+    return op.kind == op_kind::frc;
+  });
   while (next_op_ < ops.size()) {
     const auto& op = ops[next_op_];
     if (hook && hook(k, static_cast<int>(next_op_))) {
@@ -187,11 +248,7 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
     }
     logger->debug("stage {} step {}: {}", stage_, k, describe({op}));
     if (op.kind == op_kind::frc) {
-      // Only when the replica is still a shadow and has the activation to use.
-      if (replica && sent_act_.count(op.micro_batch)) {
-        replica->frc(k, op.micro_batch, sent_act_[op.micro_batch]);
-        progress_.frc.insert(op.micro_batch);
-      }
+      queue_frc(k, op.micro_batch, replica); // if its forward did not already
       ++next_op_;
       continue;
     }
@@ -209,6 +266,10 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
                               : progress_.backwards.count(op.micro_batch) > 0;
     if (computed)
       ++next_op_;
+    // Eager: FRC of j may start as soon as j's activation exists; it waits on
+    // its thread for idle core time, so queueing it early costs nothing.
+    if (computed && op.kind == op_kind::forward && eager)
+      queue_frc(k, op.micro_batch, replica);
     if (!st) {
       out.status = st;
       return out;

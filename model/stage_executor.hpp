@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct step_outcome {
   bool killed = false;     // the preemption hook fired
   double loss_sum = 0;     // sum of micro-batch losses in order (last stage)
   double grad_squares = 0; // squared gradient norm of this stage's parameters
+  // Eager: FRC runs in idle core time only. What was queued and had not begun
+  // when the step completed is dropped (its spill); the stage's wait for FRC
+  // (the one running at the end, or all queued after an interruption).
+  int frc_dropped = 0;
+  double frc_wait_seconds = 0;
 };
 
 // Called before compute instruction `index` of step k; true means "this node
@@ -47,6 +53,7 @@ struct step_outcome {
 using kill_hook = std::function<bool(std::int64_t k, int index)>;
 
 struct checkpoint;
+class frc_worker;
 
 class stage_executor {
 public:
@@ -56,6 +63,7 @@ public:
   // of the same pipeline, p*S+s.
   stage_executor(const train_config& cfg, int stage, stage_range range,
                  std::shared_ptr<const token_corpus> corpus, int pipeline = 0);
+  ~stage_executor();
 
   int stage() const { return stage_; }
   int pipeline() const { return pipeline_; }
@@ -116,12 +124,18 @@ private:
     at::Tensor output; // activation sent on, or the loss on the last stage
   };
   void begin_step(std::int64_t k);
+  step_outcome run_ops(std::int64_t k, const std::vector<instruction>& ops,
+                       tensor_transport& t, stage_executor* replica,
+                       const kill_hook& hook);
   transport_status forward(std::int64_t k, int j, tensor_transport& t);
   transport_status backward(std::int64_t k, int j, tensor_transport& t);
   at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
   at::Tensor recv_buffer(const tensor_transport& t, int layer) const;
   micro_batch batch(std::int64_t k, int j);
   transport_status sum_gradients(std::int64_t k, tensor_transport& t);
+  void queue_frc(std::int64_t k, int j, stage_executor* replica);
+  // Waits for the FRC thread (finish: its queue too) and records what ran.
+  std::string settle_frc(bool finish, step_outcome& out);
   int rank_of_pipeline(int p) const { return p * cfg_.stages + stage_; }
   int global_micro_batch(int j) const {
     return pipeline_ * cfg_.pipeline_micro_batches() + j;
@@ -145,9 +159,12 @@ private:
   std::map<int, at::Tensor> sent_act_, sent_grad_;
   std::map<int, double> losses_;
   std::set<int> delivered_act_, delivered_grad_;
-  at::Tensor local_grads_; // P > 1: this pipeline's packed gradients of the step
-  at::Tensor sum_;         // P > 1: the packed sum over the pipelines, once known
-  int sum_source_ = -1;    // -1: the sum is made (by pipeline 0); else taken
+  std::set<int> frc_queued_; // eager: FRC handed to the FRC thread in this step
+  at::Tensor local_grads_;   // P > 1: this pipeline's packed gradients of the step
+  at::Tensor sum_;           // P > 1: the packed sum over the pipelines, once known
+  int sum_source_ = -1;      // -1: the sum is made (by pipeline 0); else taken
+  std::unique_ptr<frc_worker> frc_; // eager: FRC off this stage's thread
+  std::mutex frc_mu_;               // replica: FRC from two threads (frc())
 };
 
 // A stage's gradients as one flat tensor (what an owner sends its shadow across
