@@ -8,7 +8,11 @@
 //      torch::nn::utils::clip_grad_norm_, what users would write;
 //   3. S=2 throughput (one thread per stage) over the like-for-like plain loop's,
 //      next to the ideal 1F1B speed-up M/(M+S-1)*S.
-#include <torch/torch.h>
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/optim/adamw.h>
+// After adamw.h, which brings the torch::Tensor it uses.
+#include <torch/nn/utils/clip_grad.h>
 
 #include <algorithm>
 #include <chrono>

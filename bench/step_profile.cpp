@@ -4,8 +4,9 @@
 // profiler, every operator's self time summed into categories (matmuls,
 // attention, layer norms, dropout, the optimizer, ...), next to the achieved
 // GFLOPS over a one-thread sgemm measured in the same run.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
@@ -44,12 +45,12 @@ double step_flop(const train_config& c) {
 
 // A one-thread sgemm of `n` x `n`: GFLOPS.
 double sgemm_gflops(int n) {
-  auto a = torch::randn({n, n}), b = torch::randn({n, n});
-  auto out = torch::mm(a, b);
+  auto a = at::randn({n, n}), b = at::randn({n, n});
+  auto out = at::mm(a, b);
   std::vector<double> runs;
   for (int i = 0; i < 5; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    torch::mm_out(out, a, b);
+    at::mm_out(out, a, b);
     runs.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

@@ -1,5 +1,7 @@
 #include "model/bert.hpp"
 
+#include <ATen/ATen.h>
+
 #include "model/gpt.hpp"
 #include "model/rng.hpp"
 

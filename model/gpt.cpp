@@ -1,5 +1,7 @@
 #include "model/gpt.hpp"
 
+#include <ATen/ATen.h>
+
 namespace bamboo::gpt {
 
 micro_batch batch(const model_config& cfg, const token_corpus& corpus,

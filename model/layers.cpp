@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "model/rng.hpp"
@@ -11,12 +12,9 @@
 namespace bamboo {
 
 at::Tensor pipeline_layer::add_param(const std::string& name, at::Tensor t) {
-  // torch::nn::Module forbids dots in names; our paths keep them for checkpoints.
-  std::string flat = name;
-  std::replace(flat.begin(), flat.end(), '.', '_');
-  auto p = register_parameter(flat, std::move(t));
-  params_.push_back({name, p});
-  return p;
+  t.set_requires_grad(true);
+  params_.push_back({name, t});
+  return t;
 }
 
 at::Tensor pipeline_layer::normal_param(const std::string& name, at::IntArrayRef shape,
@@ -90,6 +88,13 @@ transformer_block::transformer_block(int index, std::uint64_t seed, int d, int h
   fc2_b_ = constant_param("mlp.fc2.bias", {d}, 0.0);
 }
 
+at::Tensor transformer_block::causal_mask(std::int64_t t, const at::Tensor& like) {
+  std::lock_guard<std::mutex> lk(future_mu_);
+  if (!future_.defined() || future_.size(0) != t) // once per length, not per call
+    future_ = at::ones({t, t}, like.options().dtype(at::kBool)).triu(1);
+  return future_;
+}
+
 at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ctx,
                                         at::Generator& gen) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2);
@@ -100,9 +105,7 @@ at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ct
   auto v = qkv.select(2, 2).transpose(1, 2);
   auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
   if (causal_) {
-    if (future_.size(0) != t) // made once per sequence length, not per call
-      future_ = at::ones({t, t}, x.options().dtype(at::kBool)).triu(1);
-    att = att.masked_fill(future_, -std::numeric_limits<float>::infinity());
+    att = att.masked_fill(causal_mask(t, x), -std::numeric_limits<float>::infinity());
   }
   att = dropout(at::softmax(att, -1), p_, ctx, gen);
   auto y = at::matmul(att, v).transpose(1, 2).reshape({b, t, d});

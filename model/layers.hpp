@@ -4,11 +4,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
-#include <torch/nn/module.h>
+// The tensor and generator types only: most files that include this never call
+// an operator, and <ATen/ATen.h> (every operator's declaration) costs 4 s of
+// compile time more per file; a layer's .cpp includes it.
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
 
 namespace bamboo {
 
@@ -25,9 +29,14 @@ struct layer_ctx {
   bool training = true;
 };
 
-class pipeline_layer : public torch::nn::Module {
+// Its parameters are those it registers with normal_param and constant_param
+// (the optimizer, the shadows and the checkpoints see only those).
+class pipeline_layer {
 public:
   explicit pipeline_layer(int index) : index_(index) {}
+  virtual ~pipeline_layer() = default;
+  pipeline_layer(const pipeline_layer&) = delete;
+  pipeline_layer& operator=(const pipeline_layer&) = delete;
   virtual at::Tensor forward(const at::Tensor& x, const layer_ctx& ctx) = 0;
   int index() const { return index_; }
   // Parameters under their path inside the layer ("attn.qkv.weight").
@@ -77,7 +86,10 @@ private:
   double p_;
   at::Tensor ln1_w_, ln1_b_, qkv_w_, qkv_b_, proj_w_, proj_b_;
   at::Tensor ln2_w_, ln2_b_, fc1_w_, fc1_b_, fc2_w_, fc2_b_;
-  at::Tensor future_ = at::empty({0, 0}, at::kBool); // the causal mask, by length
+  at::Tensor causal_mask(std::int64_t t, const at::Tensor& like);
+  // The causal mask, by length. FRC may run a replica's layer on two threads.
+  std::mutex future_mu_;
+  at::Tensor future_;
 };
 
 // Final LayerNorm and the output projection to the vocabulary (logits).

@@ -1,5 +1,6 @@
 #include "model/model_definition.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -181,8 +182,13 @@ std::string model_digest(const model_definition& model) {
   int i = 0;
   for (auto& l : model.build_layers(0, 0, model.pipeline_layers())) {
     out << "\nlayer " << i++;
-    for (const auto& p : l->named_parameters())
-      out << " " << p.key() << describe(p.value());
+    for (const auto& p : l->params()) {
+      // Named as torch::nn::Module named them (dots as '_'), which layers were
+      // until 0.x: the digest of a model stays what it was.
+      std::string flat = p.name;
+      std::replace(flat.begin(), flat.end(), '.', '_');
+      out << " " << flat << describe(p.tensor);
+    }
   }
   for (int layer = 1; layer < model.pipeline_layers(); ++layer) {
     const auto b = model.boundary(layer, 1);

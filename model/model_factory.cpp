@@ -1,6 +1,8 @@
 #include "model/bert.hpp"
+
 #include "model/gpt.hpp"
 #include "model/model.hpp"
+#include <ATen/ATen.h>
 
 namespace bamboo {
 

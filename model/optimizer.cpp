@@ -1,5 +1,7 @@
 #include "model/optimizer.hpp"
 
+#include <ATen/ATen.h>
+
 #include <cmath>
 
 namespace bamboo {

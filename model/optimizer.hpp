@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "model/config.hpp"
 #include "model/layers.hpp"

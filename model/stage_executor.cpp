@@ -1,5 +1,7 @@
 #include "model/stage_executor.hpp"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 
 #include <ATen/record_function.h>

@@ -1,5 +1,6 @@
 // LibTorch first: its glog CHECK macro must not replace Catch's.
-#include <torch/torch.h>
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
 
 #include <catch2/catch.hpp>
 
