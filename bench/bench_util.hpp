@@ -33,7 +33,8 @@ inline double median(std::vector<double> v) {
   if (v.empty())
     return 0;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2; // even n: not the upper one
 }
 
 // "min 0.120 / median 0.125 / max 0.140 s (n=5)"

@@ -100,13 +100,15 @@ at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ct
   const auto b = x.size(0), t = x.size(1), d = x.size(2);
   const auto hd = d / heads_;
   auto qkv = at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, heads_, hd});
-  auto q = qkv.select(2, 0).transpose(1, 2); // [b, h, t, hd]
+  // The scale goes on q ([b, h, t, hd]), not on the scores ([b, h, t, t]): a
+  // quarter of the work at seq 128, and the product is the contiguous copy the
+  // batched matmul would otherwise make of the strided view.
+  auto q = qkv.select(2, 0).transpose(1, 2) * (1.0 / std::sqrt(double(hd)));
   auto k = qkv.select(2, 1).transpose(1, 2);
   auto v = qkv.select(2, 2).transpose(1, 2);
-  auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(hd)));
-  if (causal_) {
-    att = att.masked_fill(causal_mask(t, x), -std::numeric_limits<float>::infinity());
-  }
+  auto att = at::matmul(q, k.transpose(-2, -1));
+  if (causal_) // in place: the matmul's backward needs its inputs, not its output
+    att.masked_fill_(causal_mask(t, x), -std::numeric_limits<float>::infinity());
   att = dropout(at::softmax(att, -1), p_, ctx, gen);
   auto y = at::matmul(att, v).transpose(1, 2).reshape({b, t, d});
   return dropout(at::linear(y, proj_w_, proj_b_), p_, ctx, gen);

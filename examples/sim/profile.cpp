@@ -75,7 +75,13 @@ std::optional<profile> load_profile(const std::string& path, std::string& error)
         p.on_demand_instances = std::stoi(values[0]);
       else if (key == "on_demand_step_s")
         p.on_demand_step_s = std::stod(values[0]);
-      else
+      else if (key == "lazy_overhead" || key == "eager_overhead") {
+        const double v = std::stod(values[0]);
+        if (!(v >= 0 && v < 10))
+          throw std::invalid_argument(key + " must be a fraction of the step time in "
+                                            "[0, 10)");
+        (key == "lazy_overhead" ? p.lazy_overhead : p.eager_overhead) = v;
+      } else
         throw std::invalid_argument("unknown key '" + key + "'");
     }
   } catch (const std::exception& e) {

@@ -18,6 +18,10 @@ struct profile {
   std::int64_t target_steps = 0;
   int on_demand_instances = 0;
   double on_demand_step_s = 0;
+  // Fault-free cost of redundancy on this model and machine, a fraction of the
+  // step time (bamboo-bench-redundancy --profile-out measures both); unset, the
+  // simulator's defaults stand.
+  std::optional<double> lazy_overhead, eager_overhead;
 
   double step_seconds(int pipelines) const;
 };
@@ -27,7 +31,8 @@ std::optional<profile> builtin_profile(const std::string& name);
 
 // A "key,value[,value...]" file (as bamboo-bench-pipeline writes with
 // --profile-out): name, stages, samples_per_step, step_s (one per P),
-// local_rendezvous_ms, target_steps, on_demand_instances, on_demand_step_s.
+// local_rendezvous_ms, target_steps, on_demand_instances, on_demand_step_s,
+// lazy_overhead, eager_overhead. A key given twice takes its last value.
 std::optional<profile> load_profile(const std::string& path, std::string& error);
 
 } // namespace bamboo::sim

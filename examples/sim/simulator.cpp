@@ -388,8 +388,8 @@ private:
                         o_.checkpoint_interval_ms / 2e3) /
                        3600.0;
     const double lazy =
-        o_.lazy_overhead + rate * (o_.prof.local_rendezvous_ms / 1e3 + step) / 3600.0;
-    const double eager = o_.eager_overhead +
+        lazy_overhead() + rate * (o_.prof.local_rendezvous_ms / 1e3 + step) / 3600.0;
+    const double eager = eager_overhead() +
                          rate * (o_.prof.local_rendezvous_ms / 1e3 + step / 1.5) / 3600.0;
     mode_ = off <= lazy && off <= eager ? redundancy_mode::off
             : lazy <= eager             ? redundancy_mode::lazy
@@ -401,10 +401,18 @@ private:
     // A shallower pipeline: each stage has S / S' times the layers.
     double s = o_.prof.step_seconds(pipelines_) * full_stages_ / stages_;
     if (o_.policy == policy_kind::bamboo)
-      s *= 1.0 + (mode_ == redundancy_mode::lazy    ? o_.lazy_overhead
-                  : mode_ == redundancy_mode::eager ? o_.eager_overhead
+      s *= 1.0 + (mode_ == redundancy_mode::lazy    ? lazy_overhead()
+                  : mode_ == redundancy_mode::eager ? eager_overhead()
                                                     : 0.0);
     return static_cast<std::int64_t>(std::llround(s * 1000));
+  }
+
+  // Measured on the profile's machine, they beat the options' defaults.
+  double lazy_overhead() const {
+    return o_.prof.lazy_overhead.value_or(o_.lazy_overhead);
+  }
+  double eager_overhead() const {
+    return o_.prof.eager_overhead.value_or(o_.eager_overhead);
   }
 
   int overloaded() const {

@@ -33,7 +33,8 @@ struct sim_options {
   std::int64_t checkpoint_interval_ms = 30 * 60 * 1000;
   std::int64_t checkpoint_cost_ms = 0; // time a checkpoint stops training
   std::int64_t restart_ms = 60000;     // loading a checkpoint after a restart
-  // Fault-free cost of redundancy (from bamboo-bench-redundancy).
+  // Fault-free cost of redundancy (from bamboo-bench-redundancy); a profile's
+  // own measured values take precedence.
   double lazy_overhead = 0.014;
   double eager_overhead = 0.14;
   bool record_series = true;

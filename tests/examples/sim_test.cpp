@@ -200,6 +200,27 @@ TEST_CASE("a profile file drives the simulation like a built-in one", "[examples
   std::ofstream(dir.file("profile_bad.csv")) << "stages,2\nspeed,fast\n";
   CHECK_FALSE(load_profile(dir.file("profile_bad.csv"), err));
   CHECK(err.find(":2: unknown key 'speed'") != std::string::npos);
+  CHECK_FALSE(p->eager_overhead);
+  // Overheads appended by bamboo-bench-redundancy: the last value of a key wins.
+  std::ofstream(dir.file("profile.csv"), std::ios::app)
+      << "eager_overhead,0.5\n# measured\nlazy_overhead,0.02\neager_overhead,0.08\n";
+  p = load_profile(dir.file("profile.csv"), err);
+  REQUIRE(p);
+  CHECK(p->lazy_overhead == 0.02);
+  CHECK(p->eager_overhead == 0.08);
+  // The simulator takes a profile's measured overhead over its default.
+  auto fast = tiny(policy_kind::bamboo, 130000);
+  fast.prof = *p;
+  fast.redundancy = sim_redundancy::eager;
+  auto slow = fast;
+  slow.prof.eager_overhead = 1.0; // each step twice as long
+  const auto two = events("0,add,n1\n0,add,n2\n");
+  const auto fast_steps = simulate(two, fast).summary.steps;
+  CHECK(fast_steps > 0);
+  CHECK(simulate(two, slow).summary.steps < fast_steps);
+  std::ofstream(dir.file("profile.csv"), std::ios::app) << "eager_overhead,-0.1\n";
+  CHECK_FALSE(load_profile(dir.file("profile.csv"), err));
+  CHECK(err.find("eager_overhead must be a fraction") != std::string::npos);
 }
 
 // Reference figures from the original simulator (uclasystem/bamboo,
