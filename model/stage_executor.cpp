@@ -1,9 +1,8 @@
 #include "model/stage_executor.hpp"
 
-#include <ATen/ATen.h>
-
 #include <algorithm>
 
+#include <ATen/ATen.h>
 #include <ATen/record_function.h>
 
 #include "model/checkpoint.hpp"
@@ -204,18 +203,16 @@ step_outcome stage_executor::run(std::int64_t k, const std::vector<instruction>&
   // a killed node) drops what did not fit the idle time: the successor has
   // finished its compute by now, and forwards run later would never be used.
   const bool interrupted = !out.killed && !out.status;
-  if (auto error = settle_frc(interrupted, out); !error.empty() && out.status)
+  if (auto error = settle_frc(interrupted); !error.empty() && out.status)
     out.status = {transport_errc::invalid, error};
   return out;
 }
 
-std::string stage_executor::settle_frc(bool finish, step_outcome& out) {
+std::string stage_executor::settle_frc(bool finish) {
   if (!frc_)
     return {};
   auto s = frc_->settle(finish);
   progress_.frc.insert(s.done.begin(), s.done.end());
-  out.frc_wait_seconds += s.spill_seconds;
-  out.frc_dropped += s.dropped;
   if (s.spill_seconds > 0 || s.dropped > 0)
     log::get("bamboo.stage")
         ->debug("stage {} step {}: FRC of {} micro-batch(es) ran, {} dropped (no idle "

@@ -41,11 +41,6 @@ struct step_outcome {
   bool killed = false;     // the preemption hook fired
   double loss_sum = 0;     // sum of micro-batch losses in order (last stage)
   double grad_squares = 0; // squared gradient norm of this stage's parameters
-  // Eager: FRC runs in idle core time only. What was queued and had not begun
-  // when the step completed is dropped (its spill); the stage's wait for FRC
-  // (the one running at the end, or all queued after an interruption).
-  int frc_dropped = 0;
-  double frc_wait_seconds = 0;
 };
 
 // Called before compute instruction `index` of step k; true means "this node
@@ -134,8 +129,9 @@ private:
   micro_batch batch(std::int64_t k, int j);
   transport_status sum_gradients(std::int64_t k, tensor_transport& t);
   void queue_frc(std::int64_t k, int j, stage_executor* replica);
-  // Waits for the FRC thread (finish: its queue too) and records what ran.
-  std::string settle_frc(bool finish, step_outcome& out);
+  // Waits for the FRC thread (finish: its queue too) and records what ran;
+  // "" or the error of a task that threw.
+  std::string settle_frc(bool finish);
   int rank_of_pipeline(int p) const { return p * cfg_.stages + stage_; }
   int global_micro_batch(int j) const {
     return pipeline_ * cfg_.pipeline_micro_batches() + j;
