@@ -101,8 +101,8 @@ at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ct
   const auto hd = d / heads_;
   auto qkv = at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, heads_, hd});
   // The scale goes on q ([b, h, t, hd]), not on the scores ([b, h, t, t]): a
-  // quarter of the work at seq 128, and the product is the contiguous copy the
-  // batched matmul would otherwise make of the strided view.
+  // quarter of the elements at seq 128 (the product keeps q's strided layout,
+  // so the batched matmul still copies it).
   auto q = qkv.select(2, 0).transpose(1, 2) * (1.0 / std::sqrt(double(hd)));
   auto k = qkv.select(2, 1).transpose(1, 2);
   auto v = qkv.select(2, 2).transpose(1, 2);
