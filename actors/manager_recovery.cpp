@@ -11,13 +11,6 @@
 
 namespace bamboo {
 
-namespace {
-double seconds_between(manager_state::clock_type::time_point a,
-                       manager_state::clock_type::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-} // namespace
-
 void manager_state::on_down(const caf::down_msg& dm) {
   if (finished_)
     return;

@@ -39,6 +39,9 @@ class manager_state {
 public:
   using clock_type = std::chrono::steady_clock;
   static inline const char* name = "bamboo.manager";
+  static double seconds_between(clock_type::time_point a, clock_type::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  }
 
   explicit manager_state(caf::event_based_actor* self) : self_(self) {}
   void init(manager_spec spec);

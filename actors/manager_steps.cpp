@@ -23,11 +23,6 @@ double clip_coefficient(double max_norm, double norm) {
   return std::min(1.0, max_norm / (norm + 1e-6));
 }
 
-double seconds_between(manager_state::clock_type::time_point a,
-                       manager_state::clock_type::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // Where a failover's latency counts from: the kill when it is known (an
 // injected one), the node's last heartbeat when it fell silent, else the
 // moment the loss was detected.

@@ -20,30 +20,31 @@ std::string nccl_error(const char* what, ncclResult_t r) {
   return std::string(what) + ": " + ncclGetErrorString(r);
 }
 
-// A device buffer that grows to the largest tensor seen.
-struct device_buffer {
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
-  cudaError_t reserve(std::size_t n) {
-    if (n <= bytes)
-      return cudaSuccess;
-    if (ptr)
-      cudaFree(ptr);
-    bytes = 0;
-    auto e = cudaMalloc(&ptr, n);
-    if (e == cudaSuccess)
-      bytes = n;
-    return e;
-  }
-  ~device_buffer() {
-    if (ptr)
-      cudaFree(ptr);
-  }
-};
-
 } // namespace
 
 struct nccl_transport::impl {
+  // A device buffer that grows to the largest tensor seen (a member type: in
+  // a unity batch, one of an anonymous namespace here makes gcc warn).
+  struct device_buffer {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+    cudaError_t reserve(std::size_t n) {
+      if (n <= bytes)
+        return cudaSuccess;
+      if (ptr)
+        cudaFree(ptr);
+      bytes = 0;
+      auto e = cudaMalloc(&ptr, n);
+      if (e == cudaSuccess)
+        bytes = n;
+      return e;
+    }
+    ~device_buffer() {
+      if (ptr)
+        cudaFree(ptr);
+    }
+  };
+
   nccl_group_spec spec;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;

@@ -45,7 +45,7 @@ std::vector<param_blob> tensors_only(std::vector<param_blob> blobs, std::int64_t
   return out;
 }
 
-run_result run(const train_config& c) {
+run_result run_collecting(const train_config& c) {
   run_options o;
   o.collect_parameters = true;
   auto r = run_embedded(c, o);
@@ -97,25 +97,25 @@ void check_close(const run_result& ref, const run_result& got, double rel) {
 
 TEST_CASE("GPT losses and parameters of S=2 and S=4 equal S=1 to the last bit",
           "[actors]") {
-  auto ref = run(small_config(model_kind::gpt, 1, 0.0));
+  auto ref = run_collecting(small_config(model_kind::gpt, 1, 0.0));
   CHECK(ref.steps.back().loss < ref.steps.front().loss);
   CHECK(ref.parameters.size() == 3 * (4 * 12 + 2 + 4)); // weights, exp_avg, exp_avg_sq
-  check_identical(ref, run(small_config(model_kind::gpt, 2, 0.0)));
-  check_identical(ref, run(small_config(model_kind::gpt, 4, 0.0)));
+  check_identical(ref, run_collecting(small_config(model_kind::gpt, 2, 0.0)));
+  check_identical(ref, run_collecting(small_config(model_kind::gpt, 4, 0.0)));
 }
 
 TEST_CASE("BERT losses and parameters of S=2 and S=4 equal S=1 to the last bit",
           "[actors]") {
-  auto ref = run(small_config(model_kind::bert, 1, 0.0));
+  auto ref = run_collecting(small_config(model_kind::bert, 1, 0.0));
   CHECK(ref.steps.back().loss < ref.steps.front().loss);
-  check_identical(ref, run(small_config(model_kind::bert, 2, 0.0)));
-  check_identical(ref, run(small_config(model_kind::bert, 4, 0.0)));
+  check_identical(ref, run_collecting(small_config(model_kind::bert, 2, 0.0)));
+  check_identical(ref, run_collecting(small_config(model_kind::bert, 4, 0.0)));
 }
 
 TEST_CASE("with clipping, pipelined runs stay within 1e-6 of one stage", "[actors]") {
   for (auto kind : {model_kind::gpt, model_kind::bert}) {
-    auto ref = run(small_config(kind, 1, 0.5));
-    auto four = run(small_config(kind, 4, 0.5));
+    auto ref = run_collecting(small_config(kind, 1, 0.5));
+    auto four = run_collecting(small_config(kind, 4, 0.5));
     check_close(ref, four, 1e-6);
     // The clip must actually bite for this to test anything.
     CHECK(ref.steps.front().grad_norm > 0.5);
@@ -123,12 +123,12 @@ TEST_CASE("with clipping, pipelined runs stay within 1e-6 of one stage", "[actor
 }
 
 TEST_CASE("the same seed gives the same run, another seed another", "[actors]") {
-  auto a = run(small_config(model_kind::gpt, 2, 1.0));
-  auto b = run(small_config(model_kind::gpt, 2, 1.0));
+  auto a = run_collecting(small_config(model_kind::gpt, 2, 1.0));
+  auto b = run_collecting(small_config(model_kind::gpt, 2, 1.0));
   check_identical(a, b);
   auto other = small_config(model_kind::gpt, 2, 1.0);
   other.seed = 12;
-  CHECK(run(other).steps.front().loss != a.steps.front().loss);
+  CHECK(run_collecting(other).steps.front().loss != a.steps.front().loss);
 }
 
 TEST_CASE("the embedded run refuses bad configurations with a reason", "[actors]") {
