@@ -35,9 +35,9 @@
 #include "bench/bench_util.hpp"
 #include "examples/cluster/parse_or_exit.hpp"
 
+namespace bamboo::bench::control_bench {
 namespace {
 
-using namespace bamboo;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 using hang_atom = caf::atom_constant<caf::atom("hang")>;
@@ -217,7 +217,7 @@ double p99(std::vector<double> v) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int nodes = 1000, seconds = 20, events_per_s = 10;
   CLI::App app{
       "bamboo-bench-control: the control plane supervising many simulated nodes"};
@@ -334,3 +334,5 @@ int main(int argc, char** argv) {
   caf::anon_send_exit(decisions, caf::exit_reason::user_shutdown);
   return 0;
 }
+
+} // namespace bamboo::bench::control_bench

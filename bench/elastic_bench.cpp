@@ -30,9 +30,8 @@
 #include "bench/bench_util.hpp"
 #include "bench/watched_child.hpp"
 
+namespace bamboo::bench::elastic_bench {
 namespace {
-
-using namespace bamboo::bench;
 
 double seconds(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -287,7 +286,7 @@ bool trace_goodput(const bench_options& b) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   bench_options b;
   CLI::App app{"bamboo-bench-elastic: re-plan latency and goodput under a spot trace, "
                "across processes"};
@@ -321,3 +320,5 @@ int main(int argc, char** argv) {
     ok = trace_goodput(b) && ok;
   return ok ? 0 : 1;
 }
+
+} // namespace bamboo::bench::elastic_bench

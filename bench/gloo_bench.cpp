@@ -26,11 +26,10 @@
 #include "model/optimizer.hpp"
 #include "transport/gloo_transport.hpp"
 
-using namespace bamboo;
-using bench::median;
-using clock_type = std::chrono::steady_clock;
-
+namespace bamboo::bench::gloo_bench {
 namespace {
+
+using clock_type = std::chrono::steady_clock;
 
 constexpr int rounds = 51; // loopback is noisy: many interleaved rounds, medians
 constexpr std::int64_t floats = 4 << 20; // 16 MiB
@@ -88,7 +87,7 @@ bool read_all(int fd, char* p, std::size_t n) {
 
 } // namespace
 
-int main() {
+int bench_main(int, char**) {
   gloo_store_server server;
   std::unique_ptr<gloo_transport> a, b;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pa, pb;
@@ -204,3 +203,5 @@ int main() {
     return 1;
   return bench::process_failover(BAMBOO_TRAIN_BIN, 5) ? 0 : 1;
 }
+
+} // namespace bamboo::bench::gloo_bench

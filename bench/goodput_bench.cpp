@@ -20,9 +20,8 @@
 #include "bench/bench_util.hpp"
 #include "bench/watched_child.hpp"
 
+namespace bamboo::bench::goodput_bench {
 namespace {
-
-using namespace bamboo::bench;
 
 constexpr int steps = 50, global_batch = 8, every = 10;
 
@@ -291,7 +290,7 @@ bool write_plot(const std::string& path, const series& lines) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   // --plot FILE.svg: also one kill per run, for goodput against the rate.
   const std::string plot = argc == 3 && std::string(argv[1]) == "--plot" ? argv[2] : "";
   if (argc > 1 && plot.empty()) {
@@ -411,3 +410,5 @@ int main(int argc, char** argv) {
                 goodput["eager"] / goodput["checkpoint-restart"]);
   return ok ? 0 : 1;
 }
+
+} // namespace bamboo::bench::goodput_bench

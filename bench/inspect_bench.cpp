@@ -25,9 +25,8 @@
 #include "bench/bench_util.hpp"
 #include "bench/watched_child.hpp"
 
+namespace bamboo::bench::inspect_bench {
 namespace {
-
-using namespace bamboo::bench;
 
 double seconds(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -105,7 +104,7 @@ double children_cpu() {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int rounds = 3, steps = 14;
   CLI::App app{"bamboo-bench-inspect: training's throughput with bamboo-inspect "
                "attached at 10 Hz over without it"};
@@ -190,3 +189,5 @@ int main(int argc, char** argv) {
       r >= 0.98 ? "met" : "MISSED");
   return 0;
 }
+
+} // namespace bamboo::bench::inspect_bench

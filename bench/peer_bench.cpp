@@ -19,9 +19,7 @@
 #include "bench/bench_util.hpp"
 #include "log/log.hpp"
 
-using namespace bamboo;
-using bench::median;
-
+namespace bamboo::bench::peer_bench {
 namespace {
 
 constexpr int warmup_steps = 2;
@@ -98,7 +96,7 @@ std::string curve(const std::vector<double>& losses) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int rounds = 5, steps = 8;
   std::string python = "/usr/bin/python3";
   std::string script = BAMBOO_SOURCE_DIR "/bench/pytorch_gpt.py";
@@ -174,3 +172,5 @@ int main(int argc, char** argv) {
   std::printf("losses, PyTorch: %s\n", curve(last_theirs.losses).c_str());
   return 0;
 }
+
+} // namespace bamboo::bench::peer_bench

@@ -31,12 +31,10 @@
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
 
-extern "C" void openblas_set_num_threads(int) __attribute__((weak));
-
-using namespace bamboo;
-using bench::median;
-
+namespace bamboo::bench::pipeline_bench {
 namespace {
+
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 constexpr int warmup_steps = 2;
 
@@ -147,7 +145,7 @@ int compare_pipelines(int rounds) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   // The plain loops get the allocator setting every bamboo stage thread makes.
   keep_freed_memory();
   CLI::App app{"bamboo-bench-pipeline: pipeline overhead and speed-up"};
@@ -204,3 +202,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+} // namespace bamboo::bench::pipeline_bench

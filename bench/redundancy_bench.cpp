@@ -36,9 +36,7 @@
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
 
-using namespace bamboo;
-using bench::median;
-
+namespace bamboo::bench::redundancy_bench {
 namespace {
 
 constexpr int warmup_steps = 2;
@@ -290,7 +288,7 @@ void bubbles(const bench_options& b) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   bench_options b;
   CLI::App app{"bamboo-bench-redundancy: what redundancy, checkpoints and failover cost"};
   app.add_option("--profile-out", b.profile_out,
@@ -330,3 +328,5 @@ int main(int argc, char** argv) {
     bubbles(b);
   return 0;
 }
+
+} // namespace bamboo::bench::redundancy_bench

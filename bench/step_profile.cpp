@@ -25,12 +25,11 @@
 #include "model/stage_executor.hpp"
 #include "transport/transport_registry.hpp"
 
-extern "C" void openblas_set_num_threads(int) __attribute__((weak));
-
-using namespace bamboo;
-namespace prof = torch::autograd::profiler;
-
+namespace bamboo::bench::step_bench {
 namespace {
+
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+namespace prof = torch::autograd::profiler;
 
 // Forward + backward multiply-adds x 2 of the step: 6 x (matmul parameters) x
 // tokens, plus attention's two T x T products per head, forward and backward.
@@ -128,7 +127,7 @@ void add_self_times(const std::vector<prof::LegacyEvent>& events,
 
 } // namespace
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   CLI::App app{"bamboo-bench-step: where the S=1 training step's time goes"};
   int steps = 5, top_ops = 0;
   app.add_option("--steps", steps, "profiled steps (after 2 warm-up steps)")
@@ -227,3 +226,5 @@ int main(int argc, char** argv) {
               achieved / peak >= 0.6 ? "met" : "MISSED");
   return 0;
 }
+
+} // namespace bamboo::bench::step_bench
