@@ -3,7 +3,6 @@
 // `bamboo-bench NAME [options]`, or the program under the name
 // bamboo-bench-NAME (the build makes those links; bench/run calls them).
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 namespace bamboo::bench {
@@ -45,18 +44,17 @@ int main(int argc, char** argv) {
   std::string prog = argv[0];
   prog = prog.substr(prog.find_last_of('/') + 1);
   const std::string prefix = "bamboo-bench-";
-  std::string name;
+  std::string name, self;
   if (prog.rfind(prefix, 0) == 0) {
     name = prog.substr(prefix.size());
   } else {
     if (argc < 2)
       return usage("which benchmark?");
     name = argv[1];
-    --argc, ++argv; // the benchmark sees "bamboo-bench NAME" as its program
-  }
-  std::string self = "bamboo-bench " + name;
-  if (prog.rfind(prefix, 0) != 0)
+    self = "bamboo-bench " + name; // what the benchmark's --help calls it
+    --argc, ++argv;
     argv[0] = self.data();
+  }
   for (const auto& b : benches)
     if (name == b.name)
       return b.run(argc, argv);
