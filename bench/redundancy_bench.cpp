@@ -10,7 +10,7 @@
 //               the step time (the cost if no core were ever idle);
 //   failover    failover latency, from the kill to the completion of the step
 //               it hit, next to the fault-free step time of the same runs;
-//   bubbles     eager / off throughput at S=2 and S=4 (M=8) next to its bound
+//   bubbles     eager / off throughput at S=2 (M=4 and 8) and S=4 (M=8) next to its bound
 //               on this machine's cores: the idle core time of the off
 //               schedule (cores x step time - the process's CPU time in the
 //               step, measured) against the work eager adds (its CPU time
@@ -251,25 +251,24 @@ step_costs measure_steps(const train_config& c) {
 
 void bubbles(const bench_options& b) {
   const double cores = std::thread::hardware_concurrency();
-  for (int stages : {2, 4}) {
-    std::vector<double> ratio, bound, idle_share, added_share, frc_share;
-    step_costs off_last, eager_last;
+  // M=4 has the larger bubble (1F1B's (S-1)/(M+S-1)): there the bound allows 0.9.
+  for (auto [stages, micro_batches] : {std::pair{2, 4}, {2, 8}, {4, 8}}) {
+    std::vector<double> ratio, bound, gap, idle_share, added_share, frc_share;
     for (int round = 0; round < b.rounds; ++round) {
       auto off_cfg = bench_config(redundancy_mode::off, b.steps);
       off_cfg.stages = stages;
+      off_cfg.global_batch = micro_batches * off_cfg.micro_batch;
       auto eager_cfg = off_cfg;
       eager_cfg.redundancy = redundancy_mode::eager;
       const auto off = measure_steps(off_cfg), eager = measure_steps(eager_cfg);
       ratio.push_back(off.wall / eager.wall);
       bound.push_back(std::min(1.0, cores * off.wall / eager.cpu));
+      gap.push_back(bound.back() - ratio.back()); // both from this round's two runs
       idle_share.push_back((cores * off.wall - off.cpu) / (cores * off.wall));
       added_share.push_back((eager.cpu - off.cpu) / (cores * off.wall));
       frc_share.push_back(eager.frc_share);
-      off_last = off;
-      eager_last = eager;
     }
-    std::printf("S=%d, M=%d, %.0f cores:\n", stages,
-                bench_config(redundancy_mode::off, b.steps).micro_batches(), cores);
+    std::printf("S=%d, M=%d, %.0f cores:\n", stages, micro_batches, cores);
     std::printf("  idle core time in off's step (share of cores x step): %s\n",
                 bench::spread(idle_share, "").c_str());
     std::printf("  work eager adds (its CPU time - off's, same share):   %s\n",
@@ -279,10 +278,16 @@ void bubbles(const bench_options& b) {
     std::printf("  throughput eager / off: %s\n", bench::spread(ratio, "").c_str());
     std::printf("  its bound min(1, cores x T_off / CPU_eager): %s\n",
                 bench::spread(bound, "").c_str());
-    const double gap = median(bound) - median(ratio);
-    std::printf("  eager / off %.3f against bound %.3f: %.1f points below it (goal <= 5, "
-                "%s)\n",
-                median(ratio), median(bound), 100 * gap, gap <= 0.05 ? "met" : "MISSED");
+    std::printf("  bound - eager / off, per round: %s\n", bench::spread(gap, "").c_str());
+    // The median of the rounds' gaps: a round's bound and ratio come from the
+    // same two runs, so the machine's drift between rounds is not in it.
+    const double g = median(gap);
+    std::printf("  eager / off %.3f against bound %.3f: %.1f points below it, median of "
+                "the rounds (goal <= 5, %s)\n",
+                median(ratio), median(bound), 100 * g, g <= 0.05 ? "met" : "MISSED");
+    if (median(bound) >= 0.9)
+      std::printf("  eager / off where the bound allows 0.9: %.3f (goal >= 0.90, %s)\n",
+                  median(ratio), median(ratio) >= 0.9 ? "met" : "MISSED");
   }
 }
 

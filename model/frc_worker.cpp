@@ -84,26 +84,29 @@ void frc_worker::loop() {
     queue_.pop_front();
     busy_ = true;
     lk.unlock();
-    const auto error = run_task(work);
+    bool finished = false;
+    const auto error = run_task(work, finished);
     lk.lock();
     busy_ = false;
-    note(micro_batch, error);
+    note(micro_batch, finished, error);
     cv_.notify_all();
   }
 }
 
-std::string frc_worker::run_task(const task& work) {
+std::string frc_worker::run_task(const task& work, bool& finished) {
   try {
-    work();
+    finished = work(stop_task_);
   } catch (const std::exception& e) {
     return e.what();
   }
   return {};
 }
 
-void frc_worker::note(int micro_batch, const std::string& error) {
-  if (error.empty())
+void frc_worker::note(int micro_batch, bool finished, const std::string& error) {
+  if (error.empty() && finished)
     record_.done.push_back(micro_batch);
+  else if (error.empty())
+    ++record_.stopped;
   else if (record_.error.empty())
     record_.error = "FRC of micro-batch " + std::to_string(micro_batch) + ": " + error;
 }
@@ -114,6 +117,7 @@ frc_worker::settled frc_worker::settle(bool finish) {
   if (!finish) {
     record_.dropped += static_cast<int>(queue_.size());
     queue_.clear();
+    stop_task_ = true;
   }
   const bool waiting = busy_ || !queue_.empty();
   if (waiting) {
@@ -125,13 +129,15 @@ frc_worker::settled frc_worker::settle(bool finish) {
       auto [micro_batch, work] = std::move(queue_.front());
       queue_.pop_front();
       lk.unlock();
-      const auto error = run_task(work);
+      bool finished = false;
+      const auto error = run_task(work, finished);
       lk.lock();
-      note(micro_batch, error);
+      note(micro_batch, finished, error);
     }
     cv_.wait(lk, [this] { return !busy_ && queue_.empty(); });
     set_idle_priority(true);
   }
+  stop_task_ = false;
   settled out = std::move(record_);
   record_ = settled{};
   if (waiting)

@@ -5,9 +5,13 @@
 // fall). At the end of the step the stage settles it: the thread is raised to
 // normal priority, and what is still queued (the spill: FRC that did not fit
 // the idle time) is either finished, by the worker and the caller together,
-// or dropped (stage_executor::run says when).
+// or dropped (stage_executor::run says when). Dropping also stops the task
+// that runs: it is told to stop and gives up at its next check (a layer's
+// boundary), so a completed step waits for at most one layer of FRC, not for
+// a whole forward that would never be used.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -20,11 +24,13 @@ namespace bamboo {
 
 class frc_worker {
 public:
-  using task = std::function<void()>;
+  // Returns whether it ran to its end; false: it saw `stop` set and gave up.
+  using task = std::function<bool(const std::atomic<bool>& stop)>;
 
   struct settled {
     std::vector<int> done;    // micro-batches whose FRC ran, in the order they ran
     int dropped = 0;          // queued and not begun (settle without finish)
+    int stopped = 0;          // begun, then stopped (settle without finish)
     double spill_seconds = 0; // the caller's time in settle
     std::string error;        // a task threw (LibTorch): its message
   };
@@ -45,8 +51,9 @@ public:
 
 private:
   void loop();
-  static std::string run_task(const task& work);        // "" or what it threw
-  void note(int micro_batch, const std::string& error); // under mu_
+  // "" or what it threw; `finished` says whether it ran to its end.
+  std::string run_task(const task& work, bool& finished);
+  void note(int micro_batch, bool finished, const std::string& error); // under mu_
   void set_idle_priority(bool idle);
 
   int threads_;
@@ -55,6 +62,7 @@ private:
   std::deque<std::pair<int, task>> queue_;
   bool busy_ = false;
   bool stop_ = false;
+  std::atomic<bool> stop_task_{false}; // settle without finish: the running task gives up
   settled record_;
   int tid_ = 0; // the worker's kernel thread id, for its priority
   std::thread thread_;

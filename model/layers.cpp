@@ -164,6 +164,8 @@ at::Tensor transformer_block::forward(const at::Tensor& x, const layer_ctx& ctx)
   const auto d = x.size(2);
   auto gen = dropout_generator(ctx);
   auto h = x + attention(at::layer_norm(x, {d}, ln1_w_, ln1_b_), ctx, gen);
+  if (ctx.stop_requested()) // half a block less to wait for at a step's end
+    return {};
   auto m = at::gelu(at::linear(at::layer_norm(h, {d}, ln2_w_, ln2_b_), fc1_w_, fc1_b_));
   return h + dropout(at::linear(m, fc2_w_, fc2_b_), p_, ctx, gen);
 }

@@ -2,6 +2,7 @@
 // pipeline_layers; a stage owns a contiguous slice of it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,10 @@ struct layer_ctx {
   std::int64_t step = 0;
   int micro_batch = 0;
   bool training = true;
+  // Set for a forward nobody may need (FRC at a step's end). A layer may check
+  // it between its parts and return an undefined tensor: the forward is dropped.
+  const std::atomic<bool>* stop = nullptr;
+  bool stop_requested() const { return stop && stop->load(std::memory_order_relaxed); }
 };
 
 // Its parameters are those it registers with normal_param and constant_param

@@ -66,10 +66,16 @@ micro_batch stage_executor::batch(std::int64_t k, int j) {
   return model_->make_batch(samples, cfg_.seed, k, j);
 }
 
-at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x) {
-  const layer_ctx ctx{cfg_.seed, k, global_micro_batch(j), true};
-  for (auto& layer : layers_)
+at::Tensor stage_executor::run_layers(std::int64_t k, int j, at::Tensor x,
+                                      const std::atomic<bool>* stop) {
+  const layer_ctx ctx{cfg_.seed, k, global_micro_batch(j), true, stop};
+  for (auto& layer : layers_) {
+    if (ctx.stop_requested())
+      return {};
     x = layer->forward(x, ctx);
+    if (!x.defined()) // the layer saw the stop
+      return x;
+  }
   return x;
 }
 
@@ -144,7 +150,8 @@ transport_status stage_executor::backward(std::int64_t k, int j, tensor_transpor
   return t.send(rank_of(stage_ - 1), make_tag(k, j, tensor_kind::gradient), input_grad);
 }
 
-void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
+bool stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation,
+                         const std::atomic<bool>* stop) {
   {
     // The FRC thread and, at the step's end, the stage's own thread may both
     // run FRC on this replica: the step's state is shared, the layers are not
@@ -152,11 +159,13 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
     std::lock_guard<std::mutex> lk(frc_mu_);
     begin_step(k);
     if (pending_.count(j))
-      return;
+      return true;
   }
   in_flight f;
   f.input = activation.detach().requires_grad_(true);
-  auto x = run_layers(k, j, f.input);
+  auto x = run_layers(k, j, f.input, stop);
+  if (!x.defined())
+    return false;
   if (is_last()) {
     auto mb = batch(k, global_micro_batch(j));
     x = model_->loss(x, mb.target);
@@ -164,6 +173,7 @@ void stage_executor::frc(std::int64_t k, int j, const at::Tensor& activation) {
   f.output = x;
   std::lock_guard<std::mutex> lk(frc_mu_);
   pending_[j] = std::move(f);
+  return true;
 }
 
 std::shared_ptr<stage_executor> stage_executor::clone() const {
@@ -213,11 +223,12 @@ std::string stage_executor::settle_frc(bool finish) {
     return {};
   auto s = frc_->settle(finish);
   progress_.frc.insert(s.done.begin(), s.done.end());
-  if (s.spill_seconds > 0 || s.dropped > 0)
+  if (s.spill_seconds > 0 || s.dropped > 0 || s.stopped > 0)
     log::get("bamboo.stage")
-        ->debug("stage {} step {}: FRC of {} micro-batch(es) ran, {} dropped (no idle "
-                "time for them), {:.1f} ms waited for it",
-                stage_, progress_.step, s.done.size(), s.dropped, 1e3 * s.spill_seconds);
+        ->debug("stage {} step {}: FRC of {} micro-batch(es) ran, {} dropped and {} "
+                "stopped (no idle time for them), {:.1f} ms waited for it",
+                stage_, progress_.step, s.done.size(), s.dropped, s.stopped,
+                1e3 * s.spill_seconds);
   return s.error;
 }
 
@@ -227,7 +238,9 @@ void stage_executor::queue_frc(std::int64_t k, int j, stage_executor* replica) {
     return;
   if (!frc_)
     frc_ = std::make_unique<frc_worker>(cfg_.threads);
-  frc_->submit(j, [replica, k, j, act = sent_act_[j]] { replica->frc(k, j, act); });
+  frc_->submit(j, [replica, k, j, act = sent_act_[j]](const std::atomic<bool>& stop) {
+    return replica->frc(k, j, act, &stop);
+  });
 }
 
 step_outcome stage_executor::run_ops(std::int64_t k, const std::vector<instruction>& ops,

@@ -9,6 +9,7 @@
 // forward redundant computation (FRC), and becomes the owner on promotion.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -81,8 +82,10 @@ public:
   void set_delivered(std::int64_t k, const std::vector<int>& activations,
                      const std::vector<int>& gradients);
   // FRC on a replica: this stage's forward of micro-batch j of step k, its graph
-  // kept so that a promotion needs only the backward.
-  void frc(std::int64_t k, int j, const at::Tensor& activation);
+  // kept so that a promotion needs only the backward. False: `stop` was set
+  // and the forward given up (nothing kept).
+  bool frc(std::int64_t k, int j, const at::Tensor& activation,
+           const std::atomic<bool>* stop = nullptr);
 
   // Owner at commit: clips in place and returns the gradients (for the shadow,
   // which may apply them while the owner runs apply_update).
@@ -124,7 +127,9 @@ private:
                        const kill_hook& hook);
   transport_status forward(std::int64_t k, int j, tensor_transport& t);
   transport_status backward(std::int64_t k, int j, tensor_transport& t);
-  at::Tensor run_layers(std::int64_t k, int j, at::Tensor x);
+  // Undefined if `stop` was set before the last layer ran.
+  at::Tensor run_layers(std::int64_t k, int j, at::Tensor x,
+                        const std::atomic<bool>* stop = nullptr);
   at::Tensor recv_buffer(const tensor_transport& t, int layer) const;
   micro_batch batch(std::int64_t k, int j);
   transport_status sum_gradients(std::int64_t k, tensor_transport& t);

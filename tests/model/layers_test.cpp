@@ -1,6 +1,7 @@
-// Dropout's mask: a counter-based hash keyed by (seed, step, micro-batch, layer)
+// The layers' contracts. Dropout's mask: a counter-based hash keyed by (seed, step, micro-batch, layer)
 // and the call's place in the layer, so the same key draws the same mask on any
-// stage or thread, and the rate and the scale are those asked for.
+// stage or thread, and the rate and the scale are those asked for. A block told
+// to stop (FRC at a step's end) gives up, and computes the same when not.
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
@@ -58,4 +59,18 @@ TEST_CASE("dropout keeps 1-p of the elements scaled by 1/(1-p) and draws the sam
   CHECK_FALSE(same_bits(two_dropouts(3, p).forward(x, ctx), y));
   // Evaluation passes the input through.
   CHECK(same_bits(layer.forward(x, {7, 3, 1, false})[0], x));
+}
+
+TEST_CASE("a transformer block told to stop returns an undefined tensor - and the "
+          "same output as without a flag when not told",
+          "[model]") {
+  transformer_block block(1, 11, 32, 4, 4, true, 0.1);
+  const auto x = at::randn({2, 16, 32});
+  std::atomic<bool> stop{false};
+  const layer_ctx plain{7, 3, 1, true};
+  const layer_ctx watched{7, 3, 1, true, &stop};
+  CHECK(same_bits(block.forward(x, watched), block.forward(x, plain)));
+  stop = true;
+  CHECK_FALSE(block.forward(x, watched).defined());
+  CHECK(block.forward(x, plain).defined()); // a forward without the flag runs on
 }
