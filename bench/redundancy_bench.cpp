@@ -281,10 +281,13 @@ void bubbles(const bench_options& b) {
     std::printf("  bound - eager / off, per round: %s\n", bench::spread(gap, "").c_str());
     // The median of the rounds' gaps: a round's bound and ratio come from the
     // same two runs, so the machine's drift between rounds is not in it.
+    // The goal on the gap is set for M=8 (issue 16); M=4 has the goal of 0.9.
     const double g = median(gap);
     std::printf("  eager / off %.3f against bound %.3f: %.1f points below it, median of "
-                "the rounds (goal <= 5, %s)\n",
-                median(ratio), median(bound), 100 * g, g <= 0.05 ? "met" : "MISSED");
+                "the rounds%s\n",
+                median(ratio), median(bound), 100 * g,
+                micro_batches == 8 ? (g <= 0.05 ? " (goal <= 5, met)" : " (goal <= 5, MISSED)")
+                                   : "");
     if (median(bound) >= 0.9)
       std::printf("  eager / off where the bound allows 0.9: %.3f (goal >= 0.90, %s)\n",
                   median(ratio), median(ratio) >= 0.9 ? "met" : "MISSED");

@@ -146,6 +146,8 @@ at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ct
   const auto b = x.size(0), t = x.size(1), d = x.size(2);
   const auto hd = d / heads_;
   auto qkv = at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, heads_, hd});
+  if (ctx.stop_requested())
+    return {};
   // The scale goes on q ([b, h, t, hd]), not on the scores ([b, h, t, t]): a
   // quarter of the elements at seq 128 (the product keeps q's strided layout,
   // so the batched matmul still copies it).
@@ -161,12 +163,17 @@ at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ct
 }
 
 at::Tensor transformer_block::forward(const at::Tensor& x, const layer_ctx& ctx) {
+  // A forward told to stop (FRC a completed step no longer needs) gives up at
+  // the next of these checks: they are a few ms apart, all a step waits for.
   const auto d = x.size(2);
   auto gen = dropout_generator(ctx);
-  auto h = x + attention(at::layer_norm(x, {d}, ln1_w_, ln1_b_), ctx, gen);
-  if (ctx.stop_requested()) // half a block less to wait for at a step's end
+  auto a = attention(at::layer_norm(x, {d}, ln1_w_, ln1_b_), ctx, gen);
+  if (!a.defined() || ctx.stop_requested())
     return {};
+  auto h = x + a;
   auto m = at::gelu(at::linear(at::layer_norm(h, {d}, ln2_w_, ln2_b_), fc1_w_, fc1_b_));
+  if (ctx.stop_requested())
+    return {};
   return h + dropout(at::linear(m, fc2_w_, fc2_b_), p_, ctx, gen);
 }
 
