@@ -286,8 +286,9 @@ void bubbles(const bench_options& b) {
     std::printf("  eager / off %.3f against bound %.3f: %.1f points below it, median of "
                 "the rounds%s\n",
                 median(ratio), median(bound), 100 * g,
-                micro_batches == 8 ? (g <= 0.05 ? " (goal <= 5, met)" : " (goal <= 5, MISSED)")
-                                   : "");
+                micro_batches == 8
+                    ? (g <= 0.05 ? " (goal <= 5, met)" : " (goal <= 5, MISSED)")
+                    : "");
     if (median(bound) >= 0.9)
       std::printf("  eager / off where the bound allows 0.9: %.3f (goal >= 0.90, %s)\n",
                   median(ratio), median(ratio) >= 0.9 ? "met" : "MISSED");

@@ -86,7 +86,8 @@ TEST_CASE("settling drops the queued FRC or finishes it on two threads", "[model
 TEST_CASE("an FRC task that throws is reported by settle and the worker goes on",
           "[model]") {
   frc_worker w(1);
-  w.submit(2, [](const std::atomic<bool>&) -> bool { throw std::runtime_error("bad shape"); });
+  w.submit(
+      2, [](const std::atomic<bool>&) -> bool { throw std::runtime_error("bad shape"); });
   w.submit(3, [](const std::atomic<bool>&) { return true; });
   auto s = w.settle(true);
   CHECK(s.error == "FRC of micro-batch 2: bad shape");

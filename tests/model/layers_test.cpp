@@ -1,7 +1,7 @@
-// The layers' contracts. Dropout's mask: a counter-based hash keyed by (seed, step, micro-batch, layer)
-// and the call's place in the layer, so the same key draws the same mask on any
-// stage or thread, and the rate and the scale are those asked for. A block told
-// to stop (FRC at a step's end) gives up, and computes the same when not.
+// The layers' contracts. Dropout's mask: a counter-based hash keyed by (seed, step,
+// micro-batch, layer) and the call's place in the layer, so the same key draws the same
+// mask on any stage or thread, and the rate and the scale are those asked for. A block
+// told to stop (FRC at a step's end) gives up, and computes the same when not.
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
