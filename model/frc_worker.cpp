@@ -35,8 +35,9 @@ frc_worker::~frc_worker() {
     stop_ = true;
     queue_.clear();
   }
+  stop_task_ = true; // a task still running gives up at its next check
   cv_.notify_all();
-  set_idle_priority(false); // a task still running must not starve the join
+  set_idle_priority(false); // and must not starve the join
   thread_.join();
 }
 
