@@ -6,9 +6,9 @@
 // normal priority, and what is still queued (the spill: FRC that did not fit
 // the idle time) is either finished, by the worker and the caller together,
 // or dropped (stage_executor::run says when). Dropping also stops the task
-// that runs: it is told to stop and gives up at its next check (a layer's
-// boundary), so a completed step waits for at most one layer of FRC, not for
-// a whole forward that would never be used.
+// that runs: it is told to stop and gives up at its next check (between
+// layers, and inside a transformer block), so a completed step waits for a few
+// ms of FRC, not for a whole forward that would never be used.
 #pragma once
 
 #include <atomic>
