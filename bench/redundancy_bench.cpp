@@ -251,8 +251,14 @@ step_costs measure_steps(const train_config& c) {
 
 void bubbles(const bench_options& b) {
   const double cores = std::thread::hardware_concurrency();
-  // M=4 has the larger bubble (1F1B's (S-1)/(M+S-1)): there the bound allows 0.9.
-  for (auto [stages, micro_batches] : {std::pair{2, 4}, {2, 8}, {4, 8}}) {
+  // The goals of issue 16: within 5 points of the bound at M=8; and 0.9 wherever
+  // the bound allows it, as at M=4, whose bubble is larger (1F1B's (S-1)/(M+S-1)).
+  struct setup {
+    int stages, micro_batches;
+    bool gap_goal;
+  };
+  for (auto [stages, micro_batches, gap_goal] :
+       {setup{2, 4, false}, setup{2, 8, true}, setup{4, 8, true}}) {
     std::vector<double> ratio, bound, gap, idle_share, added_share, frc_share;
     for (int round = 0; round < b.rounds; ++round) {
       auto off_cfg = bench_config(redundancy_mode::off, b.steps);
@@ -281,14 +287,13 @@ void bubbles(const bench_options& b) {
     std::printf("  bound - eager / off, per round: %s\n", bench::spread(gap, "").c_str());
     // The median of the rounds' gaps: a round's bound and ratio come from the
     // same two runs, so the machine's drift between rounds is not in it.
-    // The goal on the gap is set for M=8 (issue 16); M=4 has the goal of 0.9.
     const double g = median(gap);
     std::printf("  eager / off %.3f against bound %.3f: %.1f points below it, median of "
                 "the rounds%s\n",
                 median(ratio), median(bound), 100 * g,
-                micro_batches == 8
-                    ? (g <= 0.05 ? " (goal <= 5, met)" : " (goal <= 5, MISSED)")
-                    : "");
+                !gap_goal   ? ""
+                : g <= 0.05 ? " (goal <= 5, met)"
+                            : " (goal <= 5, MISSED)");
     if (median(bound) >= 0.9)
       std::printf("  eager / off where the bound allows 0.9: %.3f (goal >= 0.90, %s)\n",
                   median(ratio), median(ratio) >= 0.9 ? "met" : "MISSED");
