@@ -80,13 +80,15 @@ std::string category(const std::string& op) {
     return "copies and allocations";
   if (has("add") || has("mul") || has("div") || has("sub") || has("sum") || has("sqrt"))
     return "elementwise";
-  if (has("view") || has("reshape") || has("transpose") || has("permute") ||
-      has("expand") || has("slice") || has("select") || has("split") || has("chunk") ||
-      has("unsqueeze") || has("squeeze") || has("t") || has("as_strided") ||
-      has("detach") || has("alias"))
-    return "views";
+  // The engine's own scopes before the views: "autograd::engine::evaluate_function:
+  // MmBackward0" is the engine's time around a backward node, not a view's.
   if (has("autograd") || has("Backward") || has("AccumulateGrad"))
     return "autograd engine";
+  if (has("view") || has("reshape") || has("transpose") || has("permute") ||
+      has("expand") || has("slice") || has("select") || has("split") || has("chunk") ||
+      has("unsqueeze") || has("squeeze") || op == "aten::t" || has("as_strided") ||
+      has("detach") || has("alias"))
+    return "views";
   return "other (" + op + ")";
 }
 
