@@ -144,21 +144,27 @@ at::Tensor transformer_block::causal_mask(std::int64_t t, const at::Tensor& like
 at::Tensor transformer_block::attention(const at::Tensor& x, const layer_ctx& ctx,
                                         at::Generator& gen) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2);
-  const auto hd = d / heads_;
-  auto qkv = at::linear(x, qkv_w_, qkv_b_).view({b, t, 3, heads_, hd});
+  const auto hd = d / heads_, bh = b * heads_;
+  // One copy puts q, k and v head-major ([3, b*h, t, hd], each contiguous): the
+  // batched products read them without copies of their own, and their gradients
+  // come back through unbind as one stack (select's would be three zero-filled
+  // tensors of qkv's size, copied into and summed).
+  auto qkv = at::linear(x, qkv_w_, qkv_b_)
+                 .view({b, t, 3, heads_, hd})
+                 .permute({2, 0, 3, 1, 4})
+                 .reshape({3, bh, t, hd});
   if (ctx.stop_requested())
     return {};
-  // The scale goes on q ([b, h, t, hd]), not on the scores ([b, h, t, t]): a
-  // quarter of the elements at seq 128 (the product keeps q's strided layout,
-  // so the batched matmul still copies it).
-  auto q = qkv.select(2, 0).transpose(1, 2) * (1.0 / std::sqrt(double(hd)));
-  auto k = qkv.select(2, 1).transpose(1, 2);
-  auto v = qkv.select(2, 2).transpose(1, 2);
-  auto att = at::matmul(q, k.transpose(-2, -1));
-  if (causal_) // in place: the matmul's backward needs its inputs, not its output
+  const auto parts = qkv.unbind(0);
+  const auto &q = parts[0], &k = parts[1], &v = parts[2];
+  // The scale is the product's alpha, free in the GEMM forward and backward;
+  // with beta 0 the uninitialized input is not read.
+  auto att = at::baddbmm(at::empty({bh, t, t}, x.options()), q, k.transpose(1, 2),
+                         /*beta=*/0, /*alpha=*/1.0 / std::sqrt(double(hd)));
+  if (causal_) // in place: the product's backward needs its inputs, not its output
     att.masked_fill_(causal_mask(t, x), -std::numeric_limits<float>::infinity());
   att = dropout(at::softmax(att, -1), p_, ctx, gen);
-  auto y = at::matmul(att, v).transpose(1, 2).reshape({b, t, d});
+  auto y = at::bmm(att, v).view({b, heads_, t, hd}).transpose(1, 2).reshape({b, t, d});
   return dropout(at::linear(y, proj_w_, proj_b_), p_, ctx, gen);
 }
 
