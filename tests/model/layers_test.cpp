@@ -6,6 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <map>
+
 #include "model/layers.hpp"
 
 using namespace bamboo;
@@ -73,4 +76,45 @@ TEST_CASE("a transformer block told to stop returns an undefined tensor - and th
   stop = true;
   CHECK_FALSE(block.forward(x, watched).defined());
   CHECK(block.forward(x, plain).defined()); // a forward without the flag runs on
+}
+
+TEST_CASE("a transformer block computes textbook causal attention and its MLP - "
+          "output and gradients - head by head from its own parameters",
+          "[model]") {
+  const int d = 32, heads = 4, hd = d / heads;
+  transformer_block block(1, 5, d, heads, 4, true, 0.1);
+  std::map<std::string, at::Tensor> w;
+  for (const auto& p : block.params())
+    w[p.name] = p.tensor;
+  const auto x = at::randn({2, 16, d}).requires_grad_(true);
+  const layer_ctx eval{7, 3, 1, false}; // no dropout: the plain function
+  auto ours = block.forward(x, eval);
+
+  // The reference: one head at a time, the scale on the scores, the mask as -inf.
+  const auto x_ref = x.detach().clone().requires_grad_(true);
+  const auto t = x.size(1);
+  auto a = at::layer_norm(x_ref, {d}, w["ln1.weight"], w["ln1.bias"]);
+  auto qkv = at::linear(a, w["attn.qkv.weight"], w["attn.qkv.bias"]);
+  const auto future = at::ones({t, t}, at::kBool).triu(1);
+  std::vector<at::Tensor> outs;
+  for (int h = 0; h < heads; ++h) {
+    auto q = qkv.narrow(2, h * hd, hd), k = qkv.narrow(2, d + h * hd, hd),
+         v = qkv.narrow(2, 2 * d + h * hd, hd);
+    auto s = at::matmul(q, k.transpose(1, 2)) / std::sqrt(double(hd));
+    outs.push_back(at::matmul(at::softmax(s.masked_fill(future, -INFINITY), -1), v));
+  }
+  auto h1 =
+      x_ref + at::linear(at::cat(outs, 2), w["attn.proj.weight"], w["attn.proj.bias"]);
+  auto m = at::gelu(at::linear(at::layer_norm(h1, {d}, w["ln2.weight"], w["ln2.bias"]),
+                               w["mlp.fc1.weight"], w["mlp.fc1.bias"]));
+  auto ref = h1 + at::linear(m, w["mlp.fc2.weight"], w["mlp.fc2.bias"]);
+  CHECK(at::allclose(ours, ref, 1e-5, 1e-5));
+
+  const auto g = at::randn(ours.sizes());
+  ours.backward(g);
+  const auto qkv_grad = w["attn.qkv.weight"].grad().clone();
+  w["attn.qkv.weight"].grad().zero_();
+  ref.backward(g);
+  CHECK(at::allclose(x.grad(), x_ref.grad(), 1e-5, 1e-5));
+  CHECK(at::allclose(qkv_grad, w["attn.qkv.weight"].grad(), 1e-5, 1e-5));
 }
