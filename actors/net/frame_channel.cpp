@@ -38,6 +38,31 @@ void send_from_this_process(caf::actor_system& sys, const caf::actor& dest,
             dest, std::move(m));
 }
 
+void guard_from_strangers(caf::scheduled_actor* self,
+                          std::function<void(const char* what)> dropped) {
+  auto local = [self] {
+    auto& sender = self->current_sender();
+    return sender && sender->node() == self->node();
+  };
+  self->set_exit_handler([self, local, dropped](caf::exit_msg& m) {
+    if (local() || (!self->current_sender() && m.source.node() == self->node()))
+      self->quit(std::move(m.reason));
+    else
+      dropped("an exit message");
+  });
+  self->set_error_handler([self, local, dropped](caf::error& e) {
+    if (local())
+      self->quit(std::move(e)); // CAF's default
+    else
+      dropped("an error message");
+  });
+  self->set_default_handler(
+      [dropped](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
+        dropped("a message of a type it does not take");
+        return caf::message{};
+      });
+}
+
 void register_frames(caf::actor_system_config& cfg) {
   cfg.add_message_type<wire_frame>("bamboo::wire_frame");
 }

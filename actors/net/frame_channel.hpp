@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -47,6 +48,15 @@ std::optional<schema::frame> open_frame(caf::local_actor* self, const wire_frame
                                         std::string* why = nullptr);
 
 void register_frames(caf::actor_system_config& cfg);
+
+// For an actor that peers can address: exit and error messages and messages
+// it has no handler for are dropped unless they come from an actor of this
+// process (`dropped` is called with what it was, to log it once per peer); an
+// exit from this process ends the actor as CAF's default would. The front door
+// keeps them off the wire already; this holds behind TLS too (except CAF's
+// untrappable `kill`, which only the front door stops).
+void guard_from_strangers(caf::scheduled_actor* self,
+                          std::function<void(const char* what)> dropped);
 
 // Sends `m` as an actor of this process where none is at hand (a functor run as
 // an actor ends, a backend without an actor): receivers take messages other

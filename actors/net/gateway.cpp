@@ -11,6 +11,7 @@
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/front_door.hpp"
 #include "actors/net/inspect_board.hpp"
 #include "actors/net/inspect_command.hpp"
 #include "actors/net/kv_store.hpp"
@@ -37,6 +38,7 @@ struct gateway_state {
     if (spec_.actors)
       row_ = spec_.actors->enter("gateway", -1, -1, "listening");
     self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
+    guard_from_strangers(self_, [this](const char* what) { stranger(what); });
     self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);
     // Only frames come from other processes; the atoms are this process's own
     // (a peer that sends one is dropped, and cannot start a timer).
@@ -109,6 +111,8 @@ private:
     if (!sender || sender->node() == self_->node())
       return log(sender ? "this process" : "an anonymous sender");
     auto node = sender->node();
+    if (auto known = peer_book::address(node)) // the front door's peer
+      return log(*known);
     if (lookups_ >= max_lookups) // a flood of refusals holds no more requests
       return log("node " + caf::to_string(node));
     ++lookups_;
@@ -160,12 +164,26 @@ private:
                                      : "the identity is not the sender's node"});
       return;
     }
-    if (pending_.size() >= max_strangers && !pending_.count(sender))
-      pending_.erase(pending_.begin()); // the manager's memory stays bounded
+    if (!pending_.count(sender))
+      make_room_for(sender);
     handshake h{r.nonce, make_nonce(), r.identity, caf::to_string(self_->node())};
     reply(schema::join_challenge{
         h.manager_nonce, prove(spec_.token, proof_role::manager, h), h.manager_id});
     pending_[sender] = std::move(h);
+  }
+
+  // Pending challenges are bounded per peer node and in all: a peer that asks
+  // for many (from many sender ids) evicts its own, never an honest join.
+  void make_room_for(const peer& sender) {
+    std::size_t own = 0;
+    auto first_own = pending_.end();
+    for (auto it = pending_.begin(); it != pending_.end(); ++it)
+      if (it->first->node() == sender->node() && own++ == 0)
+        first_own = it;
+    if (own >= max_pending_per_node)
+      pending_.erase(first_own);
+    else if (pending_.size() >= max_strangers)
+      pending_.erase(pending_.begin());
   }
 
   // The sender's answer to its challenge: whether it proves the token in
@@ -211,6 +229,7 @@ private:
     const int node = next_node_++; // a node that comes back is a new node
     members_[sender] = node;
     self_->monitor(caf::actor_cast<caf::actor>(sender));
+    peer_book::admit(sender->node());
     tracker_.watch(node, clock_type::now());
     logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
     spec_.board->on_join(node, j.zone);
@@ -328,6 +347,7 @@ private:
     }
     if (observers_.insert(sender).second) {
       self_->monitor(caf::actor_cast<caf::actor>(sender));
+      peer_book::admit(sender->node());
       with_address(sender, [this](const std::string& from) {
         logger_->info("an observer attached from {}", from);
       });
@@ -457,6 +477,7 @@ private:
       logger_->warn("node {} lost: {}{}", member, to_string(*cause),
                     detail.empty() ? "" : " (" + detail + ")");
     tracker_.forget(member);
+    peer_book::forget(p->node());
     members_.erase(it);
     member_rows_.erase(member);
     spec_.board->on_gone(member, cause ? "lost" : "left");
@@ -469,8 +490,10 @@ private:
   }
 
   void on_down(const caf::down_msg& dm) {
-    if (observers_.erase(caf::actor_cast<peer>(dm.source)) > 0)
+    if (observers_.erase(caf::actor_cast<peer>(dm.source)) > 0) {
+      peer_book::forget(dm.source.node());
       return; // an observer detached
+    }
     if (dm.reason)
       lose(caf::actor_cast<peer>(dm.source), failover_cause::connection_lost,
            exit_words(dm.reason));
@@ -507,6 +530,7 @@ private:
   gateway_spec spec_;
   std::shared_ptr<spdlog::logger> logger_;
   static constexpr std::size_t max_strangers = 1024;
+  static constexpr std::size_t max_pending_per_node = 4;
   std::map<peer, handshake> pending_; // challenges asked for, not yet answered
   kv_store store_;
   struct waiter {

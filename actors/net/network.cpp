@@ -10,6 +10,7 @@
 #include <caf/openssl/remote_actor.hpp>
 
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/front_door.hpp"
 #include "actors/system.hpp"
 
 namespace bamboo {
@@ -52,9 +53,15 @@ caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
                                              const caf::actor& gateway,
                                              std::uint16_t port,
                                              const std::string& bind) {
-  if (tls_on(sys))
+  if (tls_on(sys)) // certificates keep strangers out before any BASP
     return caf::openssl::publish(gateway, port, bind.c_str());
-  return sys.middleman().publish(gateway, port, bind.c_str());
+  auto door = front_door::open(sys, gateway, port, bind);
+  if (!door)
+    return std::move(door.error());
+  const auto bound = (*door)->port();
+  // The door serves as long as the actor it stands before.
+  gateway->attach_functor([door = *door] { door->close(); });
+  return bound;
 }
 
 caf::expected<caf::actor>

@@ -22,6 +22,7 @@ struct proxy_state {
     spec_ = std::move(spec);
     manager_ = std::move(manager);
     logger_ = log::get("bamboo.proxy");
+    guard_from_strangers(self_, [this](const char*) { stranger(); });
     tell(self_, spec_.gateway, attach_atom::value, spec_.member);
     if (spec_.assign)
       forward(*spec_.assign);

@@ -22,9 +22,13 @@ caf::behavior worker_agent_state::make_behavior(worker_spec spec) {
   self_->set_down_handler([this](caf::down_msg& dm) { on_down(dm); });
   // Told to go (the process stops): the node's actors and the detector go too,
   // or the actor system would wait for them forever.
+  guard_from_strangers(self_, [this](const char*) { stranger(); });
   self_->set_exit_handler([this](caf::exit_msg& m) {
-    if (from_this_process(self_) || !m.source || m.source.node() == self_->node())
+    const auto& sender = self_->current_sender();
+    if (sender ? sender->node() == self_->node() : m.source.node() == self_->node())
       finish(std::move(m.reason));
+    else
+      stranger();
   });
   self_->monitor(spec_.gateway);
   ask_to_join();
