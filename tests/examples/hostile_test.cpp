@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <fstream>
 #include <sstream>
 
 #include "actors/net/auth.hpp"
@@ -228,4 +229,53 @@ TEST_CASE(
     CHECK(w->wait_exit(20s) == 0);
   check_losses(read_metrics(dir.file("metrics.csv")), expected);
   check_state(dir.file("digests.csv"), expected);
+}
+
+namespace {
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stol(line.substr(6));
+  return -1;
+}
+} // namespace
+
+TEST_CASE("a stranger that speaks CAF's wire protocol sends exits, errors, forged "
+          "broadcasts, ticks and member frames, 1 GB headers and 2000 challenges, and "
+          "the run goes on with the same losses while an honest join is admitted",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(61);
+  cfg.steps = 200;
+  const auto expected = embedded_reference(cfg);
+  process_run run(cfg, "stranger");
+  const auto port = run.proc.wait_for(R"(listening on 127\.0\.0\.1:(\d+))", 20s);
+  REQUIRE_FALSE(port.empty());
+  const auto token_file = run.proc.wait_for(R"(--token-file (\S+) )", 20s);
+  REQUIRE_FALSE(token_file.empty());
+  const auto manager = std::stoi(run.proc.wait_for(R"(bamboo-manager \(pid (\d+)\))", 20s));
+  const auto worker = run.pid_of(1);
+  run.wait_steps(2);
+  const auto before = rss_kib(manager);
+  const auto attack = run_command("BAMBOO_TOKEN=$(cat " + token_file + ") " +
+                                  BAMBOO_HOSTILE_BIN + " " + port + " " +
+                                  std::to_string(worker));
+  const auto after = rss_kib(manager);
+  INFO(attack.output);
+  CHECK(attack.status == 0);
+  CHECK(attack.output.find("admitted as node 4") != std::string::npos);
+  INFO("manager RSS " << before << " KiB -> " << after << " KiB");
+  CHECK(after - before < 64 * 1024);
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log.substr(0, 20000));
+  CHECK(log.find("0 preemption(s) survived") != std::string::npos);
+  for (const char* closed : {"a routed message", "a monitor or down message about another",
+                             "a payload of 1073741824 bytes announced before a join"})
+    CHECK(log.find(closed) != std::string::npos);
+  CHECK(log.find("dropped a message that is not a control frame (@<>+@exit)") !=
+        std::string::npos);
+  check_losses(read_metrics(run.metrics), expected);
+  check_state(run.digests, expected);
 }
