@@ -323,7 +323,11 @@ std::optional<safetensors_file> decode_safetensors(const std::vector<std::uint8_
       if (d.kind != json_value::integer || d.number > (1ull << 40))
         return bad("a bad dimension");
       t.shape.push_back(static_cast<std::int64_t>(d.number));
-      count *= d.number;
+      // Checked: a shape whose product overflows (or outgrows the file) is
+      // refused before anything is allocated for it.
+      if (__builtin_mul_overflow(count, d.number, &count) || count > data_size / 4)
+        return bad("shape elements more than the file's " + std::to_string(data_size) +
+                   " bytes of data hold");
     }
     const auto begin = offs->items[0].number, end = offs->items[1].number;
     if (offs->items[0].kind != json_value::integer ||

@@ -3,8 +3,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
-#include <caf/message.hpp>
 #include <caf/io/basp/message_type.hpp>
+#include <caf/message.hpp>
 
 namespace bamboo {
 
@@ -32,8 +32,8 @@ basp_filter::basp_filter(caf::actor_system& sys, basp_limits limits)
   std::vector<char> buf;
   caf::binary_serializer sink{sys_, buf};
   std::vector<caf::strong_actor_ptr> stages;
-  auto msg = caf::make_message(caf::sys_atom::value, caf::get_atom::value,
-                               std::string("info"));
+  auto msg =
+      caf::make_message(caf::sys_atom::value, caf::get_atom::value, std::string("info"));
   if (!sink(stages, msg))
     info_request_.assign(buf.begin(), buf.end());
 }
@@ -69,22 +69,22 @@ basp_filter::verdict basp_filter::payload(const std::uint8_t* bytes, std::size_t
                                           bool admitted) {
   const bool shook = static_cast<bool>(peer_);
   switch (hdr_.operation) {
-    case message_type::client_handshake:
-      return handshake(bytes, n);
-    case message_type::heartbeat:
-      return n == 0 ? verdict::pass : close("a heartbeat with a payload");
-    case message_type::direct_message:
-      return shook ? direct(bytes, n, admitted) : close("a message before the handshake");
-    case message_type::monitor_message:
-    case message_type::down_message:
-      return shook ? about_own_actor(bytes, n)
-                   : close("a monitor or down message before the handshake");
-    case message_type::routed_message:
-      return close("a routed message (a peer speaks only for its own node)");
-    case message_type::server_handshake:
-      return close("a server handshake (the manager is the server)");
+  case message_type::client_handshake: return handshake(bytes, n);
+  case message_type::heartbeat:
+    return n == 0 ? verdict::pass : close("a heartbeat with a payload");
+  case message_type::direct_message:
+    return shook ? direct(bytes, n, admitted) : close("a message before the handshake");
+  case message_type::monitor_message:
+  case message_type::down_message:
+    return shook ? about_own_actor(bytes, n)
+                 : close("a monitor or down message before the handshake");
+  case message_type::routed_message:
+    return close("a routed message (a peer speaks only for its own node)");
+  case message_type::server_handshake:
+    return close("a server handshake (the manager is the server)");
   }
-  return close("an unknown operation " + std::to_string(static_cast<int>(hdr_.operation)));
+  return close("an unknown operation " +
+               std::to_string(static_cast<int>(hdr_.operation)));
 }
 
 basp_filter::verdict basp_filter::handshake(const std::uint8_t* bytes, std::size_t n) {
@@ -103,9 +103,10 @@ basp_filter::verdict basp_filter::handshake(const std::uint8_t* bytes, std::size
 basp_filter::verdict basp_filter::direct(const std::uint8_t* bytes, std::size_t n,
                                          bool admitted) {
   if (hdr_.has(caf::io::basp::header::named_receiver_flag)) {
-    const bool info = hdr_.dest_actor == static_cast<std::uint64_t>(caf::atom("SpawnServ")) &&
-                      n == info_request_.size() && !info_request_.empty() &&
-                      std::equal(bytes, bytes + n, info_request_.begin());
+    const bool info =
+        hdr_.dest_actor == static_cast<std::uint64_t>(caf::atom("SpawnServ")) &&
+        n == info_request_.size() && !info_request_.empty() &&
+        std::equal(bytes, bytes + n, info_request_.begin());
     return info ? verdict::pass : drop("a message to a named CAF system actor");
   }
   if (hdr_.source_actor != 0 && senders_.count(hdr_.source_actor) == 0) {

@@ -253,7 +253,8 @@ struct front_door::impl {
     }
     if (v == basp_filter::verdict::pass)
       c.to_caf.insert(c.to_caf.end(), c.in.begin(), c.in.end());
-    else if (!c.filter.dropped().empty() && c.drops++ == 0) // once per connection: a flood logs one line
+    else if (!c.filter.dropped().empty() &&
+             c.drops++ == 0) // once per connection: a flood logs one line
       logger->warn("dropped {} from {} (and any more it sends)", c.filter.dropped(),
                    c.address);
     c.in.clear();
@@ -385,7 +386,11 @@ front_door::open(caf::actor_system& sys, const caf::actor& published, std::uint1
 
 front_door::front_door(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 front_door::~front_door() = default;
-std::uint16_t front_door::port() const { return impl_->port; }
-void front_door::close() { impl_->stop(); }
+std::uint16_t front_door::port() const {
+  return impl_->port;
+}
+void front_door::close() {
+  impl_->stop();
+}
 
 } // namespace bamboo

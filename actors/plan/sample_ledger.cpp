@@ -65,8 +65,9 @@ std::optional<ledger_header> parse_header(const std::string& line) {
   if (!field(cells[1], "seed", h.seed) ||
       !field(cells[2], "samples_per_epoch", h.samples_per_epoch) ||
       !field(cells[3], "global_batch", h.global_batch) || h.samples_per_epoch <= 0 ||
-      h.global_batch <= 0)
-    return std::nullopt;
+      h.global_batch <= 0 || h.samples_per_epoch > max_ledger_samples ||
+      h.global_batch > max_ledger_samples)
+    return std::nullopt; // a size from the file bounds what verify allocates
   return h;
 }
 
@@ -112,7 +113,10 @@ std::optional<ledger_file> parse_ledger(std::istream& in, std::string& error) {
     if (line[0] == '#') {
       auto h = parse_header(line);
       if (!h)
-        return bad("not a bamboo ledger v1 header");
+        return bad(
+            "not a bamboo ledger v1 header (seed=N,samples_per_epoch=N,global_batch=N, "
+            "each size from 1 to " +
+            std::to_string(max_ledger_samples) + ")");
       if (have_header && !same(*h, f.header))
         return bad("a header of another run (seed, epoch size or global batch differ)");
       f.header = *h;
@@ -127,7 +131,9 @@ std::optional<ledger_file> parse_ledger(std::istream& in, std::string& error) {
       if (cells.size() != 7 || !number(cells[1], c.step) ||
           !number(cells[2], c.generation) || !number(cells[3], c.first) ||
           !number(cells[4], c.end) || !node_list(cells[5], c.owners) ||
-          !node_list(cells[6], c.shadows) || c.step < 0 || c.first > c.end)
+          !node_list(cells[6], c.shadows) || c.step < 0 || c.first < 0 ||
+          c.first > c.end || c.end - c.first > f.header.global_batch ||
+          c.step > max_ledger_samples)
         return bad("a malformed commit (want commit,STEP,GENERATION,FIRST,END,OWNERS,"
                    "SHADOWS)");
       f.entries.emplace_back(std::move(c));

@@ -24,6 +24,10 @@
 
 namespace bamboo {
 
+// The most samples an epoch (or a global batch) may have in a ledger: a
+// larger number in a file is refused, not allocated for.
+inline constexpr std::int64_t max_ledger_samples = std::int64_t{1} << 27;
+
 struct ledger_header {
   std::uint64_t seed = 0;
   std::int64_t samples_per_epoch = 0;

@@ -237,6 +237,84 @@ TEST_CASE("an embedded run's ledger verifies, and bamboo-ledger names a repeated
   CHECK(run_command(verify + dir.file("absent.txt")).status == 2);
 }
 
+TEST_CASE("crafted ledgers - a huge epoch or batch, a commit with a huge END, and 200 "
+          "random mutations - end with exit 2 and a message naming the file, never an "
+          "abort",
+          "[examples]") {
+  const scratch_dir dir;
+  const auto ledger = dir.file("ledger.txt");
+  // G=16 (the default): the first commit takes [0,16).
+  auto r = run_train(
+      "--steps 4 --stages 2 --layers 2 --quiet --log-level warn --ledger " + ledger);
+  REQUIRE(r.status == 0);
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(ledger);
+    for (std::string l; std::getline(in, l);)
+      lines.push_back(l);
+  }
+  REQUIRE(lines.size() >= 3);
+  const std::string verify = std::string(BAMBOO_LEDGER_BIN) + " verify ";
+  auto write = [&](const std::string& name, const std::vector<std::string>& ls) {
+    const auto path = dir.file(name);
+    std::ofstream out(path);
+    for (const auto& l : ls)
+      out << l << "\n";
+    return path;
+  };
+  auto replaced = [&](std::size_t line, const std::string& from, const std::string& to) {
+    auto ls = lines;
+    const auto at = ls[line].find(from);
+    REQUIRE(at != std::string::npos);
+    ls[line].replace(at, from.size(), to);
+    return ls;
+  };
+  const auto epoch = lines[0].substr(lines[0].find("samples_per_epoch="));
+  const auto epoch_value = epoch.substr(0, epoch.find(','));
+  for (const auto& [name, ls] :
+       {std::pair{"epoch",
+                  replaced(0, epoch_value, "samples_per_epoch=9223372036854775807")},
+        std::pair{"batch", replaced(0, "global_batch=", "global_batch=4611686018427387")},
+        std::pair{"end", replaced(1, ",16,", ",9223372036854775807,")}}) {
+    const auto path = write(std::string(name) + ".txt", ls);
+    auto v = run_command(verify + path);
+    INFO(name << ": " << v.output);
+    CHECK(v.status == 2);
+    CHECK(v.output.find(path) != std::string::npos);
+  }
+  std::uint64_t seed = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  const std::vector<std::string> numbers{
+      "9223372036854775807", "-1", "18446744073709551616", "134217728", "0", ",", ""};
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto ls = lines;
+    auto& l = ls[next() % ls.size()];
+    if (i % 2 == 0 && !l.empty()) {
+      l[next() % l.size()] = static_cast<char>(32 + next() % 95);
+    } else {
+      // a number of the line replaced by an extreme one
+      const auto at = l.find_first_of("0123456789", next() % (l.size() + 1));
+      if (at != std::string::npos)
+        l.replace(at, 1, numbers[next() % numbers.size()]);
+    }
+    const auto path = write("mutated.txt", ls);
+    auto v = run_command(verify + path);
+    INFO(ls[0] << " / " << v.output);
+    REQUIRE(v.status < 3); // 0, 1 (a violation) or 2 (bad input); never a signal
+    if (v.status == 2) {
+      ++refused;
+      CHECK(v.output.find(path) != std::string::npos);
+    }
+  }
+  CHECK(refused > 20);
+}
+
 namespace {
 
 void check_sim_rejected(const std::string& args, const std::string& needle) {

@@ -254,13 +254,14 @@ TEST_CASE("a stranger that speaks CAF's wire protocol sends exits, errors, forge
   REQUIRE_FALSE(port.empty());
   const auto token_file = run.proc.wait_for(R"(--token-file (\S+) )", 20s);
   REQUIRE_FALSE(token_file.empty());
-  const auto manager = std::stoi(run.proc.wait_for(R"(bamboo-manager \(pid (\d+)\))", 20s));
+  const auto manager =
+      std::stoi(run.proc.wait_for(R"(bamboo-manager \(pid (\d+)\))", 20s));
   const auto worker = run.pid_of(1);
   run.wait_steps(2);
   const auto before = rss_kib(manager);
-  const auto attack = run_command("BAMBOO_TOKEN=$(cat " + token_file + ") " +
-                                  BAMBOO_HOSTILE_BIN + " " + port + " " +
-                                  std::to_string(worker));
+  const auto attack =
+      run_command("BAMBOO_TOKEN=$(cat " + token_file + ") " + BAMBOO_HOSTILE_BIN + " " +
+                  port + " " + std::to_string(worker));
   const auto after = rss_kib(manager);
   INFO(attack.output);
   CHECK(attack.status == 0);
@@ -271,8 +272,9 @@ TEST_CASE("a stranger that speaks CAF's wire protocol sends exits, errors, forge
   const auto log = run.proc.log();
   INFO(log.substr(0, 20000));
   CHECK(log.find("0 preemption(s) survived") != std::string::npos);
-  for (const char* closed : {"a routed message", "a monitor or down message about another",
-                             "a payload of 1073741824 bytes announced before a join"})
+  for (const char* closed :
+       {"a routed message", "a monitor or down message about another",
+        "a payload of 1073741824 bytes announced before a join"})
     CHECK(log.find(closed) != std::string::npos);
   CHECK(log.find("dropped a message that is not a control frame (@<>+@exit)") !=
         std::string::npos);

@@ -91,7 +91,8 @@ struct raw_peer {
     caf::binary_serializer sink{sys, buf};
     sink(hdr);
     buf.insert(buf.end(), payload.begin(), payload.end());
-    return ::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(buf.size());
+    return ::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(buf.size());
   }
   template <class... Ts>
   std::vector<char> bytes(Ts&&... xs) {
@@ -148,7 +149,8 @@ void say(const char* attack, bool closed) {
 }
 
 // An honest join with the token, as a worker's agent makes it.
-std::optional<std::uint32_t> honest_join(caf::actor_system& sys, const std::string& token) {
+std::optional<std::uint32_t> honest_join(caf::actor_system& sys,
+                                         const std::string& token) {
   auto gw = sys.middleman().remote_actor("127.0.0.1", port_);
   if (!gw)
     return std::nullopt;
@@ -166,15 +168,14 @@ std::optional<std::uint32_t> honest_join(caf::actor_system& sys, const std::stri
     return out;
   };
   handshake h{make_nonce(), {}, caf::to_string(sys.node()), caf::to_string(gw->node())};
-  self->send(*gw, to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce,
-                                                    h.worker_id}));
+  self->send(
+      *gw, to_wire(schema::challenge_request{0xffffffffu, h.worker_nonce, h.worker_id}));
   auto c = next();
   if (!c || !std::holds_alternative<schema::join_challenge>(*c))
     return std::nullopt;
   h.manager_nonce = std::get<schema::join_challenge>(*c).nonce;
-  self->send(*gw, to_wire(schema::join_request{0, "z", "0.1.0",
-                                               prove(token, proof_role::worker, h), "",
-                                               ""}));
+  self->send(*gw, to_wire(schema::join_request{
+                      0, "z", "0.1.0", prove(token, proof_role::worker, h), "", ""}));
   auto a = next();
   if (!a || !std::holds_alternative<schema::join_accept>(*a))
     return std::nullopt;
@@ -266,11 +267,11 @@ int main(int argc, char** argv) {
   caf::scoped_actor flood{sys};
   for (int i = 0; i < 1000; ++i)
     flood->send(*gw, to_wire(schema::challenge_request{0xffffffffu, make_nonce(),
-                                                      caf::to_string(sys.node())}));
+                                                       caf::to_string(sys.node())}));
   auto node = honest_join(sys, std::getenv("BAMBOO_TOKEN"));
   for (int i = 0; i < 1000; ++i)
     flood->send(*gw, to_wire(schema::challenge_request{0xffffffffu, make_nonce(),
-                                                      caf::to_string(sys.node())}));
+                                                       caf::to_string(sys.node())}));
   say("2000 challenges from one connection", false);
   if (!node) {
     std::printf("the honest join was not admitted\n");

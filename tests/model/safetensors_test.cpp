@@ -126,3 +126,84 @@ TEST_CASE("a failed write leaves the previous file whole and no temporary behind
       write_safetensors(dir.file("no/such/dir/x.safetensors"), sample_file(), error));
   CHECK(bytes_of(path) == before);
 }
+
+namespace {
+// A header of the sample file with one of its texts replaced (the shape of
+// the first tensor, say), the header length fixed up to match.
+std::vector<std::uint8_t> with_header_text(const std::vector<std::uint8_t>& file,
+                                           const std::string& from,
+                                           const std::string& to) {
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<std::uint64_t>(file[i]) << (8 * i);
+  std::string header(file.begin() + 8, file.begin() + 8 + static_cast<long>(n));
+  const auto at = header.find(from);
+  if (at != std::string::npos)
+    header.replace(at, from.size(), to);
+  std::vector<std::uint8_t> out(8);
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), file.begin() + 8 + static_cast<long>(n), file.end());
+  return out;
+}
+} // namespace
+
+TEST_CASE("crafted safetensors headers - shapes whose product overflows, huge numbers "
+          "and hundreds of random mutations - are refused with a message and never "
+          "abort",
+          "[model]") {
+  const auto good = encode_safetensors(sample_file());
+  std::string error;
+  // [2^31, 2^31] floats: 2^64 bytes, which wraps to 0 in 64 bits.
+  for (const std::string& shape :
+       {"[2147483648,2147483648]", "[4294967296,4294967296,4]",
+        "[1099511627776,1099511627776]", "[0,2147483648,2147483648,2147483648]"}) {
+    auto crafted = with_header_text(good, "[2,3]", shape);
+    error.clear();
+    INFO(shape);
+    CHECK_FALSE(decode_safetensors(crafted, error));
+    CHECK_FALSE(error.empty());
+  }
+  // Random mutations of the header and the length: refused or read, never a
+  // throw (an abort would end the test binary).
+  std::uint64_t seed = 88172645463325252ull;
+  auto next = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  int refused = 0;
+  const std::vector<std::string> numbers{
+      "18446744073709551615", "9223372036854775808", "4294967296", "-1", "1e308",
+      "99999999999999999999"};
+  for (int i = 0; i < 400; ++i) {
+    auto bytes = good;
+    switch (i % 4) {
+    case 0: // flip bytes anywhere in the length or the header
+      for (int k = 0; k < 1 + static_cast<int>(next() % 4); ++k)
+        bytes[next() % std::min<std::size_t>(bytes.size(), 200)] ^=
+            static_cast<std::uint8_t>(1 + next() % 255);
+      break;
+    case 1: // a number of the header replaced by a huge one
+      bytes = with_header_text(good, std::to_string(next() % 10),
+                               numbers[next() % numbers.size()]);
+      break;
+    case 2: // truncated
+      bytes.resize(next() % bytes.size());
+      break;
+    default: // the length field itself
+      for (int k = 0; k < 8; ++k)
+        bytes[k] = static_cast<std::uint8_t>(next());
+    }
+    error.clear();
+    std::optional<safetensors_file> f;
+    REQUIRE_NOTHROW(f = decode_safetensors(bytes, error));
+    if (!f) {
+      ++refused;
+      CHECK_FALSE(error.empty());
+    }
+  }
+  CHECK(refused > 300);
+}
