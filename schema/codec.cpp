@@ -199,7 +199,9 @@ struct writer {
     r.setTimeoutMs(x.timeout_ms);
   }
   void operator()(const observe_request& x) {
-    b.initObserve().setProof(bytes_of(x.proof));
+    auto o = b.initObserve();
+    o.setProof(bytes_of(x.proof));
+    o.setOperatorProof(bytes_of(x.operator_proof));
   }
   void operator()(const snapshot_request& x) {
     b.initSnapshotRequest().setRequest(x.request);
@@ -482,8 +484,11 @@ frame read_body(wire::Frame::Body::Reader b, codec_errc& err) {
     return out;
   }
   case wire::Frame::Body::OBSERVE: {
-    auto proof = b.getObserve().getProof();
-    return observe_request{std::vector<std::uint8_t>(proof.begin(), proof.end())};
+    auto o = b.getObserve();
+    auto proof = o.getProof();
+    auto op = o.getOperatorProof();
+    return observe_request{std::vector<std::uint8_t>(proof.begin(), proof.end()),
+                           std::vector<std::uint8_t>(op.begin(), op.end())};
   }
   case wire::Frame::Body::SNAPSHOT_REQUEST:
     return snapshot_request{b.getSnapshotRequest().getRequest()};

@@ -12,7 +12,7 @@
 namespace bamboo::schema {
 
 inline constexpr std::uint16_t major_version = 1;
-inline constexpr std::uint16_t minor_version = 9;
+inline constexpr std::uint16_t minor_version = 10;
 // Control frames are small; anything bigger is hostile or a bug.
 inline constexpr std::size_t default_frame_limit = 1 << 20;
 
@@ -282,6 +282,8 @@ struct store_reply {
 // The inspector's frames (1.8).
 struct observe_request {
   std::vector<std::uint8_t> proof;
+  std::vector<std::uint8_t>
+      operator_proof; // 1.10: empty for an observer that only watches
 };
 
 struct snapshot_request {

@@ -303,6 +303,7 @@ struct StoreReply {
 # manager answers, and never waits for it.
 struct ObserveRequest {
   proof @0 :Data;   # HMAC-SHA256(token, "bamboo-inspect", both nonces and identities)
+  operatorProof @1 :Data; # 1.10: HMAC-SHA256(operator token, "bamboo-operator", the same); empty: watch only
 }
 
 struct SnapshotRequest {

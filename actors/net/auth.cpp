@@ -28,6 +28,17 @@ void append(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& v) 
   append(out, v.data(), v.size());
 }
 
+const char* label(proof_role role) {
+  switch (role) {
+  case proof_role::manager: return "bamboo-manager";
+  case proof_role::worker: return "bamboo-worker";
+  case proof_role::observer: return "bamboo-inspect";
+  case proof_role::operator_: return "bamboo-operator";
+  case proof_role::session: return "bamboo-session";
+  }
+  return "?";
+}
+
 } // namespace
 
 std::vector<std::uint8_t> make_nonce() {
@@ -40,9 +51,7 @@ std::vector<std::uint8_t> make_nonce() {
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
                                 const handshake& h) {
   std::vector<std::uint8_t> msg;
-  append(msg, std::string(role == proof_role::manager  ? "bamboo-manager"
-                          : role == proof_role::worker ? "bamboo-worker"
-                                                       : "bamboo-inspect"));
+  append(msg, std::string(label(role)));
   append(msg, h.worker_nonce);
   append(msg, h.manager_nonce);
   append(msg, h.worker_id);
@@ -72,42 +81,69 @@ std::optional<std::string> refuse_manager(const std::string& token, const handsh
   return std::nullopt;
 }
 
-std::optional<std::string> load_token(const std::string& file, std::string& error) {
-  std::string token;
-  if (!file.empty()) {
-    struct stat st {};
-    if (::stat(file.c_str(), &st) != 0) {
-      error = "cannot read token file '" + file + "'";
-      return std::nullopt;
-    }
-    if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
-      error = "token file '" + file + "' has mode " + mode +
-              ": group and others must not have access (chmod 600 " + file + ")";
-      return std::nullopt;
-    }
-    std::ifstream in(file);
-    if (!in) {
-      error = "cannot read token file '" + file + "'";
-      return std::nullopt;
-    }
-    std::getline(in, token);
-    if (!token.empty() && token.back() == '\r')
-      token.pop_back();
-  } else if (const char* env = std::getenv("BAMBOO_TOKEN")) {
-    token = env;
+namespace {
+
+// A secret from a file (first line, a trailing \r dropped) or from $env; an
+// empty string when neither is given.
+std::optional<std::string> read_secret(const std::string& file, const char* env,
+                                       std::string& error) {
+  std::string secret;
+  if (file.empty()) {
+    const char* v = std::getenv(env);
+    return std::string(v ? v : "");
   }
-  if (token.empty()) {
-    error = "no cluster token: set BAMBOO_TOKEN or pass --token-file";
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    error = "cannot read token file '" + file + "'";
     return std::nullopt;
   }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    error = "token file '" + file + "' has mode " + mode +
+            ": group and others must not have access (chmod 600 " + file + ")";
+    return std::nullopt;
+  }
+  std::ifstream in(file);
+  if (!in) {
+    error = "cannot read token file '" + file + "'";
+    return std::nullopt;
+  }
+  std::getline(in, secret);
+  if (!secret.empty() && secret.back() == '\r')
+    secret.pop_back();
+  return secret;
+}
+
+std::optional<std::string> long_enough(std::string token, const char* what,
+                                       std::string& error) {
   if (token.size() < min_token_bytes) {
-    error = "the cluster token has " + std::to_string(token.size()) +
+    error = std::string("the ") + what + " has " + std::to_string(token.size()) +
             " bytes: at least " + std::to_string(min_token_bytes) + " are needed";
     return std::nullopt;
   }
   return token;
+}
+
+} // namespace
+
+std::optional<std::string> load_token(const std::string& file, std::string& error) {
+  auto token = read_secret(file, "BAMBOO_TOKEN", error);
+  if (!token)
+    return std::nullopt;
+  if (token->empty()) {
+    error = "no cluster token: set BAMBOO_TOKEN or pass --token-file";
+    return std::nullopt;
+  }
+  return long_enough(std::move(*token), "cluster token", error);
+}
+
+std::optional<std::string> load_operator_token(const std::string& file,
+                                               std::string& error) {
+  auto token = read_secret(file, "BAMBOO_OPERATOR_TOKEN", error);
+  if (!token || token->empty())
+    return std::nullopt;
+  return long_enough(std::move(*token), "operator token", error);
 }
 
 } // namespace bamboo

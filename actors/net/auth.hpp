@@ -24,12 +24,19 @@ struct handshake {
 };
 
 // An observer (bamboo-inspect) proves the token as a worker does, under its
-// own role: its proof cannot join as a node.
-enum class proof_role { manager, worker, observer };
+// own role: its proof cannot join as a node. An operator proves, over the same
+// handshake, a second token (the operator token) that commands need. The
+// session key that seals later frames (actors/net/frame_session.hpp) is one
+// more value of the handshake that only holders of the token can compute.
+enum class proof_role { manager, worker, observer, operator_, session };
 
 std::vector<std::uint8_t> make_nonce();
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,
                                 const handshake& h);
+inline std::vector<std::uint8_t> session_key(const std::string& token,
+                                             const handshake& h) {
+  return prove(token, proof_role::session, h);
+}
 // Constant-time comparison of the expected proof with the given one.
 bool check_proof(const std::string& token, proof_role role, const handshake& h,
                  const std::vector<std::uint8_t>& proof);
@@ -45,5 +52,10 @@ std::optional<std::string> refuse_manager(const std::string& token, const handsh
 // $BAMBOO_TOKEN. Refused, nullopt and `error` set: a file that group or others
 // can read (as ssh refuses such keys), and a token shorter than min_token_bytes.
 std::optional<std::string> load_token(const std::string& file, std::string& error);
+
+// The operator token, from a file (as load_token) if given, else
+// $BAMBOO_OPERATOR_TOKEN; nullopt with `error` empty when neither is set.
+std::optional<std::string> load_operator_token(const std::string& file,
+                                               std::string& error);
 
 } // namespace bamboo

@@ -244,6 +244,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   caf::scoped_actor self{sys};
   gateway_spec gs;
   gs.token = opts.token;
+  gs.operator_token = opts.operator_token;
   gs.frame_limit = opts.frame_limit;
   gs.store_port = 0; // the store is served over the control channel
   gs.heartbeats = opts.heartbeats;

@@ -32,6 +32,7 @@ struct cluster_options {
   std::string bind = "127.0.0.1"; // never another address unless told
   std::uint16_t port = 0;         // 0: pick one
   std::string token;              // the cluster token workers must prove
+  std::string operator_token;     // what bamboo-inspect's commands need (empty: none)
   tls_files tls;                  // with all three: the port speaks only TLS
   std::size_t frame_limit = schema::default_frame_limit;
   heartbeat_policy heartbeats;

@@ -2,21 +2,74 @@
 
 #include <caf/all.hpp>
 
+#include "actors/net/frame_session.hpp"
 #include "log/log.hpp"
 
 namespace bamboo {
 
+wire_frame sealed_for(const caf::node_id& own, const caf::actor& dest, wire_frame w) {
+  if (!dest || dest->node() == own)
+    return w;
+  if (auto s = session_book::find(own, dest->node()))
+    w.seal = s->seal(w.bytes);
+  return w;
+}
+
+bool before_session(const schema::frame& f) {
+  return std::holds_alternative<schema::challenge_request>(f) ||
+         std::holds_alternative<schema::join_challenge>(f) ||
+         std::holds_alternative<schema::join_request>(f) ||
+         std::holds_alternative<schema::observe_request>(f) ||
+         std::holds_alternative<schema::join_refused>(f) ||
+         std::holds_alternative<schema::frame_rejected>(f);
+}
+
+std::optional<opened_frame> open_from(const caf::node_id& own, const caf::node_id& from,
+                                      const wire_frame& w, std::size_t limit,
+                                      std::string& why) {
+  auto check = seal_check::unsealed;
+  if (!w.seal.empty()) {
+    auto s = session_book::find(own, from);
+    check = s ? s->open(w.bytes, w.seal) : seal_check::no_session;
+    if (check != seal_check::ok) {
+      why = std::string("unauthenticated: ") + to_string(check);
+      return std::nullopt;
+    }
+  }
+  auto d = schema::decode(w.bytes, limit);
+  if (!d) {
+    why = std::string(schema::to_string(d.error)) + ": " + d.detail;
+    return std::nullopt;
+  }
+  if (check == seal_check::unsealed && !before_session(d.value)) {
+    why = "unauthenticated: a frame without the session's MAC (only a join's "
+          "handshake may come without one)";
+    return std::nullopt;
+  }
+  return opened_frame{std::move(d.value), d.target};
+}
+
 std::optional<opened_frame> open_targeted(caf::local_actor* self, const wire_frame& w,
                                           std::size_t limit, const char* component,
                                           std::string* why) {
-  auto d = schema::decode(w.bytes, limit);
-  if (d)
-    return opened_frame{std::move(d.value), d.target};
-  log::get(component)->warn("rejected a frame of {} bytes from {}: {} ({})",
-                            w.bytes.size(), caf::to_string(self->current_sender()),
-                            schema::to_string(d.error), d.detail);
+  const auto& sender = self->current_sender();
+  std::string reason;
+  std::optional<opened_frame> f;
+  if (!sender)
+    reason = "unauthenticated: a frame from an anonymous sender";
+  else if (sender->node() == self->node()) {
+    if (auto d = schema::decode(w.bytes, limit))
+      f = opened_frame{std::move(d.value), d.target};
+    else
+      reason = std::string(schema::to_string(d.error)) + ": " + d.detail;
+  } else
+    f = open_from(self->node(), sender->node(), w, limit, reason);
+  if (f)
+    return f;
+  log::get(component)->warn("rejected a frame of {} bytes from {}: {}", w.bytes.size(),
+                            caf::to_string(sender), reason);
   if (why)
-    *why = std::string(schema::to_string(d.error)) + ": " + d.detail;
+    *why = reason;
   return std::nullopt;
 }
 

@@ -11,6 +11,7 @@
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/frame_session.hpp"
 #include "actors/net/front_door.hpp"
 #include "actors/net/inspect_board.hpp"
 #include "actors/net/inspect_command.hpp"
@@ -63,8 +64,10 @@ struct gateway_state {
         [this](broadcast_atom, const wire_frame& w) {
           if (!from_this_process(self_))
             return stranger("a broadcast");
-          for (auto& [p, n] : members_)
-            self_->send(caf::actor_cast<caf::actor>(p), w);
+          for (auto& [p, n] : members_) {
+            auto to = caf::actor_cast<caf::actor>(p);
+            self_->send(to, sealed_for(self_->node(), to, w));
+          }
         },
     };
   }
@@ -73,7 +76,7 @@ private:
   using peer = caf::strong_actor_ptr;
 
   void reply(const schema::frame& f) {
-    self_->send(caf::actor_cast<caf::actor>(self_->current_sender()), to_wire(f));
+    send_frame(self_, caf::actor_cast<caf::actor>(self_->current_sender()), f);
   }
 
   void on_frame(const wire_frame& w) {
@@ -186,31 +189,57 @@ private:
       pending_.erase(pending_.begin());
   }
 
-  // The sender's answer to its challenge: whether it proves the token in
-  // `role`; a refusal is answered and logged (`who` in the log).
-  bool proven(const peer& sender, proof_role role, const std::vector<std::uint8_t>& proof,
-              const char* who) {
+  // The sender's answer to its challenge: its handshake when it proves the
+  // token in `role`; a refusal is answered and logged (`who` in the log).
+  std::optional<handshake> proven(const peer& sender, proof_role role,
+                                  const std::vector<std::uint8_t>& proof,
+                                  const char* who) {
     auto it = pending_.find(sender);
     if (it == pending_.end()) {
       if (remember(told_, sender)) {
         refused(sender, std::string(who) + ": no challenge was asked for");
         reply(schema::join_refused{"ask for a challenge first"});
       }
-      return false;
+      return std::nullopt;
     }
     const auto h = std::move(it->second);
     pending_.erase(it);
     if (!check_proof(spec_.token, role, h, proof)) {
       refused(sender, std::string(who) + ": wrong cluster token");
       reply(schema::join_refused{"wrong cluster token"});
-      return false;
+      return std::nullopt;
     }
-    return true;
+    return h;
+  }
+
+  // From now on every frame between the two processes carries the session's
+  // MAC; the previous session of that process (a join before) is replaced.
+  void open_session(const peer& sender, const handshake& h) {
+    fenced_.erase(sender->node());
+    session_book::open(self_->node(), sender->node(), session_key(spec_.token, h));
+  }
+
+  // A lost member's session stays a while, so that the frames it still sends
+  // are authentic and answered (it was fenced: it joins again); then it goes.
+  void fence(const caf::node_id& node) {
+    if (auto s = session_book::find(self_->node(), node))
+      fenced_[node] = {s.get(), clock_type::now()};
+  }
+  void close_fenced(clock_type::time_point now) {
+    for (auto it = fenced_.begin(); it != fenced_.end();) {
+      if (now - it->second.since < fenced_grace) {
+        ++it;
+        continue;
+      }
+      session_book::close(self_->node(), it->first, it->second.session);
+      it = fenced_.erase(it);
+    }
   }
 
   void handle(const schema::join_request& j) {
     auto sender = self_->current_sender();
-    if (!proven(sender, proof_role::worker, j.proof, "a worker"))
+    auto h = proven(sender, proof_role::worker, j.proof, "a worker");
+    if (!h)
       return;
     if (spec_.observers_only) {
       const std::string why = "this manager trains an embedded cluster: it takes "
@@ -227,6 +256,7 @@ private:
       return;
     }
     const int node = next_node_++; // a node that comes back is a new node
+    open_session(sender, *h);
     members_[sender] = node;
     self_->monitor(caf::actor_cast<caf::actor>(sender));
     peer_book::admit(sender->node());
@@ -300,7 +330,7 @@ private:
   }
 
   void reply_to(const peer& p, const schema::store_reply& r) {
-    self_->send(caf::actor_cast<caf::actor>(p), to_wire(r));
+    send_frame(self_, caf::actor_cast<caf::actor>(p), r);
   }
 
   void answer_waiters() {
@@ -338,20 +368,36 @@ private:
   // role, never a node. Answered with a snapshot at once and at each request.
   void handle(const schema::observe_request& o) {
     auto sender = self_->current_sender();
-    if (!proven(sender, proof_role::observer, o.proof, "an observer"))
+    auto h = proven(sender, proof_role::observer, o.proof, "an observer");
+    if (!h)
       return;
-    if (observers_.size() >= max_observers) {
+    if (!observers_.count(sender) && observers_.size() >= max_observers) {
       reply(schema::join_refused{"too many observers (" + std::to_string(max_observers) +
                                  ")"});
       return;
     }
-    if (observers_.insert(sender).second) {
+    // An operator proves the operator token over the same handshake; a proof
+    // that does not check out is refused, not taken as a watcher's.
+    const bool op = !o.operator_proof.empty();
+    if (op && (spec_.operator_token.empty() ||
+               !check_proof(spec_.operator_token, proof_role::operator_, *h,
+                            o.operator_proof))) {
+      const std::string why = spec_.operator_token.empty()
+                                  ? "this manager takes no operator token"
+                                  : "wrong operator token";
+      refused(sender, "an operator: " + why);
+      reply(schema::join_refused{why});
+      return;
+    }
+    open_session(sender, *h);
+    if (!observers_.count(sender)) {
       self_->monitor(caf::actor_cast<caf::actor>(sender));
       peer_book::admit(sender->node());
-      with_address(sender, [this](const std::string& from) {
-        logger_->info("an observer attached from {}", from);
+      with_address(sender, [this, op](const std::string& from) {
+        logger_->info("{} attached from {}", op ? "an operator" : "an observer", from);
       });
     }
+    observers_[sender] = op;
     reply(snapshot(0));
   }
 
@@ -366,7 +412,8 @@ private:
   // SIGTERM); a drain is a notice without deadline that the manager gives;
   // the rest go to the run's controls, which the manager reads.
   void handle(const schema::command& c) {
-    if (!observers_.count(self_->current_sender()))
+    auto who = observers_.find(self_->current_sender());
+    if (who == observers_.end())
       return stranger("a command");
     auto parsed = parse_command(c.words);
     if (!parsed.command)
@@ -375,6 +422,19 @@ private:
     using kind = inspect_command::kind;
     if (cmd.what == kind::help)
       return reply(schema::command_answer{c.request, true, command_help()});
+    if (!who->second) {
+      with_address(who->first, [this](const std::string& from) {
+        logger_->warn("refused a command from {}: an observer without the operator token",
+                      from);
+      });
+      return reply(schema::command_answer{
+          c.request, false,
+          spec_.operator_token.empty()
+              ? "refused: commands need the operator token, and this manager has none "
+                "(start it with --operator-token-file or BAMBOO_OPERATOR_TOKEN)"
+              : "refused: commands need the operator token (bamboo-inspect "
+                "--operator-token-file, or BAMBOO_OPERATOR_TOKEN)"});
+    }
     run_controls::answer a;
     const bool for_node =
         cmd.what == kind::preempt || cmd.what == kind::notice || cmd.what == kind::drain;
@@ -414,7 +474,7 @@ private:
       if (cmd.what == inspect_command::kind::drain) {
         auto& proxies = proxies_[node];
         if (proxies.empty()) { // a standby member: nothing to move
-          self_->send(to, to_wire(schema::leave{"drained by an operator"}));
+          send_frame(self_, to, schema::leave{"drained by an operator"});
           return {true, n + " holds no stage: it leaves now"};
         }
         for (auto& proxy : proxies)
@@ -424,8 +484,9 @@ private:
                           "leaves"};
       }
       const bool kill = cmd.what == inspect_command::kind::preempt;
-      self_->send(to, to_wire(schema::order{kill ? "preempt" : "notice", cmd.seconds,
-                                            "an operator's command (bamboo-inspect)"}));
+      send_frame(self_, to,
+                 schema::order{kill ? "preempt" : "notice", cmd.seconds,
+                               "an operator's command (bamboo-inspect)"});
       return {true, n + (kill ? " preempted: its process is killed"
                               : " has a preemption notice")};
     }
@@ -478,6 +539,7 @@ private:
                     detail.empty() ? "" : " (" + detail + ")");
     tracker_.forget(member);
     peer_book::forget(p->node());
+    fence(p->node());
     members_.erase(it);
     member_rows_.erase(member);
     spec_.board->on_gone(member, cause ? "lost" : "left");
@@ -492,6 +554,7 @@ private:
   void on_down(const caf::down_msg& dm) {
     if (observers_.erase(caf::actor_cast<peer>(dm.source)) > 0) {
       peer_book::forget(dm.source.node());
+      session_book::close(self_->node(), dm.source.node());
       return; // an observer detached
     }
     if (dm.reason)
@@ -516,9 +579,10 @@ private:
     expire_waiters(now);
     // The manager's own heartbeat: a worker that stops hearing it (the manager
     // stopped, or cut off) gives up instead of waiting forever.
-    const auto beat = to_wire(schema::heartbeat{manager_node, 0, 0, 0, {}});
+    const schema::heartbeat beat{manager_node, 0, 0, 0, {}};
     for (auto& [p, n] : members_)
-      self_->send(caf::actor_cast<caf::actor>(p), beat);
+      send_frame(self_, caf::actor_cast<caf::actor>(p), beat);
+    close_fenced(now);
     row_.set("listening",
              std::to_string(members_.size()) + " member(s), " +
                  std::to_string(observers_.size()) + " observer(s)",
@@ -543,7 +607,7 @@ private:
   std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
   std::set<peer> told_;
   static constexpr std::size_t max_observers = 16;
-  std::set<peer> observers_;
+  std::map<peer, bool> observers_; // an observer, and whether it is an operator
   heartbeat_tracker tracker_;
   int next_node_ = 0;
   struct rows_at {
@@ -551,6 +615,12 @@ private:
     clock_type::time_point at;
   };
   std::map<int, rows_at> member_rows_; // each member's actors, by its last heartbeat
+  static constexpr auto fenced_grace = std::chrono::seconds(30);
+  struct fenced_session {
+    const frame_session* session;
+    clock_type::time_point since;
+  };
+  std::map<caf::node_id, fenced_session> fenced_;
   actor_board::entry row_;
 };
 

@@ -32,6 +32,9 @@ inline constexpr std::uint32_t manager_node = 0xffffffffu;
 
 struct gateway_spec {
   std::string token;
+  // What an operator proves besides the token to send commands (preempt,
+  // drain, pause...); observers without it only watch. Empty: no commands.
+  std::string operator_token;
   std::size_t frame_limit = schema::default_frame_limit;
   std::uint16_t store_port = 0; // the tensor transport's rendezvous store
   heartbeat_policy heartbeats;

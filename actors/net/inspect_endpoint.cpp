@@ -26,6 +26,7 @@ open_inspect_endpoint(caf::actor_system& sys, const inspect_options& opts,
   e.actors = actor_board::make();
   gateway_spec gs;
   gs.token = opts.token;
+  gs.operator_token = opts.operator_token;
   gs.heartbeats = heartbeats;
   gs.board = e.board;
   gs.controls = e.controls;

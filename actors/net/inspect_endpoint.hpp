@@ -26,6 +26,7 @@ struct inspect_options {
   std::string bind = "127.0.0.1"; // never another address unless told
   std::uint16_t port = 0;         // 0: pick one
   std::string token;              // what observers must prove
+  std::string operator_token;     // what commands need besides (empty: none)
   std::function<void(std::uint16_t port)> on_listening; // on the caller's thread
 };
 

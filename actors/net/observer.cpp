@@ -5,12 +5,17 @@
 #include "actors/errors.hpp"
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/frame_session.hpp"
 
 namespace bamboo {
 
 observer::observer(caf::actor_system& sys, caf::actor gateway)
     : self_(sys), gateway_(std::move(gateway)) {
   self_->monitor(gateway_);
+}
+
+observer::~observer() {
+  session_book::close(self_->home_system().node(), gateway_->node());
 }
 
 caf::expected<schema::frame>
@@ -23,9 +28,14 @@ observer::next(std::chrono::steady_clock::time_point deadline) {
     std::optional<caf::expected<schema::frame>> out;
     self_->receive(
         [&](const wire_frame& w) {
-          auto d = schema::decode(w.bytes);
-          if (d.error == schema::codec_errc::none)
-            out = d.value;
+          // Only the gateway's frames, sealed with this observer's session.
+          const auto& sender = self_->current_sender();
+          std::string why;
+          if (!sender || sender->node() != gateway_->node())
+            return;
+          if (auto f = open_from(self_->home_system().node(), sender->node(), w,
+                                 schema::default_frame_limit, why))
+            out = caf::expected<schema::frame>{std::move(f->body)};
         },
         [&](const caf::down_msg&) {
           out = caf::expected<schema::frame>{
@@ -38,7 +48,8 @@ observer::next(std::chrono::steady_clock::time_point deadline) {
 }
 
 caf::expected<schema::cluster_snapshot>
-observer::attach(const std::string& token, std::chrono::milliseconds timeout) {
+observer::attach(const std::string& token, std::chrono::milliseconds timeout,
+                 const std::string& operator_token) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   handshake h{make_nonce(),
               {},
@@ -56,8 +67,12 @@ observer::attach(const std::string& token, std::chrono::milliseconds timeout) {
       h.manager_nonce = c->nonce;
       if (auto why = refuse_manager(token, h, c->identity, c->proof))
         return make_error(errc::invalid_config, "refused the manager: " + *why);
-      self_->send(gateway_, to_wire(schema::observe_request{
-                                prove(token, proof_role::observer, h)}));
+      schema::observe_request o{prove(token, proof_role::observer, h), {}};
+      if (!operator_token.empty())
+        o.operator_proof = prove(operator_token, proof_role::operator_, h);
+      const auto own = self_->home_system().node();
+      send_frame(&*self_, gateway_, o); // before the session: it carries its proofs
+      session_book::open(own, gateway_->node(), session_key(token, h));
     } else if (auto* s = std::get_if<schema::cluster_snapshot>(&*f))
       return *s;
   }
@@ -68,7 +83,7 @@ template <class T>
 caf::expected<T> observer::ask(const schema::frame& ask, std::uint64_t request,
                                std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  self_->send(gateway_, to_wire(ask));
+  send_frame(&*self_, gateway_, ask);
   for (;;) {
     auto f = next(deadline);
     if (!f)

@@ -22,9 +22,12 @@ class observer {
 public:
   observer(caf::actor_system& sys, caf::actor gateway);
   // errc::invalid_config "refused: ..." (a wrong token, a manager that does
-  // not prove it), errc::node_lost when the manager is gone or silent.
+  // not prove it), errc::node_lost when the manager is gone or silent. With
+  // an operator token, also proves it: the manager then takes its commands.
   caf::expected<schema::cluster_snapshot> attach(const std::string& token,
-                                                 std::chrono::milliseconds timeout);
+                                                 std::chrono::milliseconds timeout,
+                                                 const std::string& operator_token = {});
+  ~observer();
   caf::expected<schema::cluster_snapshot> snapshot(std::chrono::milliseconds timeout);
   // The manager's answer to an operator's command ("preempt 2").
   caf::expected<schema::command_answer> command(const std::vector<std::string>& words,

@@ -43,7 +43,9 @@ struct proxy_state {
         l = schema::leave{"rolling back to a checkpoint (" + describe(e) + ")", true};
       else if (is(errc::plan_changed)) // a re-plan at a step boundary
         l = schema::leave{"a new plan (" + describe(e) + ")", true};
-      send_from_this_process(*sys, agent, caf::make_message(to_wire(l, target)));
+      send_from_this_process(
+          *sys, agent,
+          caf::make_message(sealed_for(sys->node(), agent, to_wire(l, target))));
     });
     return {
         [this](run_step_atom, std::uint64_t gen, std::int64_t k) {
@@ -154,7 +156,8 @@ private:
 
   template <class T>
   void forward(const T& body) {
-    tell(self_, spec_.agent, to_wire(body, spec_.target));
+    tell(self_, spec_.agent,
+         sealed_for(self_->node(), spec_.agent, to_wire(body, spec_.target)));
   }
 
   void on_frame(const wire_frame& w) {

@@ -4,6 +4,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/failure_detector.hpp"
+#include "actors/net/frame_session.hpp"
 #include "actors/net/gateway.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/net/worker_agent_state.hpp"
@@ -101,6 +102,7 @@ caf::behavior worker_agent_state::make_behavior(worker_spec spec) {
 
 void worker_agent_state::ask_to_join() {
   member_ = -1;
+  session_book::close(self_->node(), spec_.gateway->node());
   handshake_ = handshake{make_nonce(),
                          {},
                          caf::to_string(self_->node()),
@@ -157,7 +159,10 @@ void worker_agent_state::handle(const schema::join_challenge& c) {
     req.model = spec_.model->name();
     req.model_digest = model_digest(*spec_.model);
   }
-  send_gateway(req);
+  send_gateway(req); // not sealed: it carries its proof
+  // The manager seals its answer, and every later frame, with this key.
+  session_book::open(self_->node(), spec_.gateway->node(),
+                     session_key(spec_.token, handshake_));
 }
 
 void worker_agent_state::stranger() {
@@ -191,7 +196,7 @@ void worker_agent_state::handle(const schema::join_accept& a) {
 }
 
 void worker_agent_state::send_gateway(const schema::frame& f) {
-  self_->send(spec_.gateway, to_wire(f));
+  send_frame(self_, spec_.gateway, f);
 }
 
 void worker_agent_state::on_frame(const wire_frame& w) {
@@ -204,8 +209,8 @@ void worker_agent_state::on_frame(const wire_frame& w) {
   auto f = open_targeted(self_, w, spec_.frame_limit, "bamboo.worker", &why);
   if (!f) { // the sender is told, once, so two peers never bounce rejections
     if (told_.insert(self_->current_sender()).second)
-      self_->send(caf::actor_cast<caf::actor>(self_->current_sender()),
-                  to_wire(schema::frame_rejected{why}));
+      send_frame(self_, caf::actor_cast<caf::actor>(self_->current_sender()),
+                 schema::frame_rejected{why});
     return;
   }
   target_ = f->target;
@@ -268,6 +273,7 @@ void worker_agent_state::finish(caf::error reason) {
     group_->kill_all({});
   if (detector_)
     self_->send_exit(detector_, caf::exit_reason::user_shutdown);
+  session_book::close(self_->node(), spec_.gateway->node());
   self_->quit(std::move(reason));
 }
 

@@ -25,10 +25,10 @@ void worker_agent_state::to_manager(const schema::frame& f) {
     logger_->debug("node {}: holding a frame for target {} until the manager's "
                    "actor is known ({} known)",
                    member_, static_cast<int>(it->second), proxies_.size());
-    held_[it->second].push_back(to_wire(f));
+    held_[it->second].push_back(to_wire(f)); // sealed when sent
     return;
   }
-  self_->send(p->second, to_wire(f));
+  send_frame(self_, p->second, f);
 }
 
 stage_actor worker_agent_state::local() const {
@@ -49,7 +49,7 @@ void worker_agent_state::learn_proxy() {
   auto& p = proxies_[target_];
   p = caf::actor_cast<caf::actor>(self_->current_sender());
   for (auto& w : held_[target_])
-    self_->send(p, w);
+    self_->send(p, sealed_for(self_->node(), p, w));
   held_.erase(target_);
 }
 
@@ -200,14 +200,14 @@ void worker_agent_state::ask_local(const stage_actor& a,
     if constexpr (std::is_same_v<Refuse, no_refusal>)
       logger_->warn("node {}: no {}: {}", member_, what, why);
     else
-      self_->send(proxy, to_wire(refuse(why)));
+      send_frame(self_, proxy, refuse(why));
   };
   if (!a) {
     fail("node " + std::to_string(node_) + " has no actor for this request");
     return;
   }
   self_->request(a, timeout, std::forward<Ts>(xs)...)
-      .then([this, proxy, answer](Result& r) { self_->send(proxy, to_wire(answer(r))); },
+      .then([this, proxy, answer](Result& r) { send_frame(self_, proxy, answer(r)); },
             [fail](caf::error& err) { fail(describe(err)); });
 }
 

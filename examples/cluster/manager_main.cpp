@@ -35,6 +35,7 @@ int admit_only(const cluster_options& c) {
   caf::actor_system sys{cfg};
   gateway_spec spec;
   spec.token = c.token;
+  spec.operator_token = c.operator_token;
   spec.frame_limit = c.frame_limit;
   spec.store_port = 0; // the store is served over the control channel
   spec.heartbeats = c.heartbeats;
@@ -66,11 +67,14 @@ int manager_main(int argc, char** argv, std::shared_ptr<const model_definition> 
   app::train_options train(app, o);
   cluster_options c;
   int port = 0, join_timeout_s = 120;
-  std::string token_file;
+  std::string token_file, operator_token_file;
   app.add_option("--port", port, "port to listen on (0: pick one)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--bind", c.bind, "address to listen on")->capture_default_str();
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
+  app.add_option("--operator-token-file", operator_token_file,
+                 "the operator token that bamboo-inspect's commands need (else "
+                 "$BAMBOO_OPERATOR_TOKEN; neither: observers only watch)");
   app.add_option("--tls-cert", c.tls.cert, "TLS: this manager's certificate (PEM)");
   app.add_option("--tls-key", c.tls.key, "TLS: its private key (PEM)");
   app.add_option("--tls-ca", c.tls.ca,
@@ -131,6 +135,10 @@ int manager_main(int argc, char** argv, std::shared_ptr<const model_definition> 
     return 2;
   c.port = static_cast<std::uint16_t>(port);
   c.token = *token;
+  auto op = process::operator_token_or_complain("bamboo-manager", operator_token_file);
+  if (!op)
+    return 2;
+  c.operator_token = *op;
   c.heartbeats = o.run.heartbeats;
   c.collect_digests = o.run.collect_digests;
   c.checkpoints = o.run.checkpoints;

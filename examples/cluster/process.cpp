@@ -64,4 +64,18 @@ std::optional<std::string> token_or_complain(const char* program,
   return token;
 }
 
+std::optional<std::string> operator_token_or_complain(const char* program,
+                                                      const std::string& file) {
+  std::string error;
+  auto token = load_operator_token(file, error);
+  if (token)
+    return token;
+  if (error.empty() && !file.empty())
+    error = "the operator token file '" + file + "' is empty";
+  if (error.empty())
+    return std::string{};
+  std::cerr << program << ": error: " << error << "\n";
+  return std::nullopt;
+}
+
 } // namespace bamboo::process

@@ -22,6 +22,9 @@ std::optional<std::string> local_address_towards(const std::string& host,
                                                  std::string& why);
 
 // The cluster token, or nullopt after printing "<program>: error: ...".
+// The operator token ("" when none is given), or nullopt after printing why.
+std::optional<std::string> operator_token_or_complain(const char* program,
+                                                      const std::string& file);
 std::optional<std::string> token_or_complain(const char* program,
                                              const std::string& file);
 

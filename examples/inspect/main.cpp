@@ -83,7 +83,7 @@ int watch(observer& o, schema::cluster_snapshot s, std::chrono::milliseconds per
 
 int main(int argc, char** argv) {
   CLI::App app{"bamboo-inspect: watch a running bamboo cluster"};
-  std::string address, token_file;
+  std::string address, token_file, operator_token_file;
   bool json = false, follow = false;
   int period_ms = 100;
   double timeout_s = 10;
@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
                  "with --json: a command to run (preempt NODE, notice NODE [SECONDS], "
                  "help), its answer printed as JSON");
   app.add_option("--token-file", token_file, "cluster token file (else $BAMBOO_TOKEN)");
+  app.add_option("--operator-token-file", operator_token_file,
+                 "the operator token, which commands need (else $BAMBOO_OPERATOR_TOKEN; "
+                 "without it: watch only)");
   app.add_flag("--json", json, "print one snapshot of the run as JSON and exit");
   app.add_flag("--watch", follow, "print each event as a JSON line until the run ends");
   app.add_option("--period-ms", period_ms,
@@ -125,6 +128,9 @@ int main(int argc, char** argv) {
   auto token = process::token_or_complain(program, token_file);
   if (!token)
     return 2;
+  auto op = process::operator_token_or_complain(program, operator_token_file);
+  if (!op)
+    return 2;
   const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
   caf::actor_system_config cfg;
   configure_network(cfg, {});
@@ -147,7 +153,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   observer o{sys, *gateway};
-  auto first = o.attach(*token, timeout);
+  auto first = o.attach(*token, timeout, *op);
   if (!first)
     return failed(first.error());
   if (json && !words.empty()) {

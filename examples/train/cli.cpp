@@ -291,6 +291,11 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code,
                  "(wall) seconds later; 0: kill -9 at once")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--token-file", o.token_file,
+                 "the cluster token's file (else $BAMBOO_TOKEN, else a fresh one)");
+  app.add_option("--operator-token-file", o.operator_token_file,
+                 "the operator token's file, which bamboo-inspect needs for commands "
+                 "(else $BAMBOO_OPERATOR_TOKEN, else a fresh one)");
   int inspect_port = -1;
   app.add_option("--inspect-port", inspect_port,
                  "embedded: bamboo-inspect may attach at 127.0.0.1:PORT (0: any free "

@@ -44,6 +44,9 @@ struct cli_options {
   int max_workers = 8;
   double notice_s = 0;               // > 0: SIGTERM, then kill -9 this long after
   std::vector<std::string> warnings; // options that do nothing, said once
+  // The cluster's and the operator's tokens (else $BAMBOO_TOKEN and
+  // $BAMBOO_OPERATOR_TOKEN, else fresh ones in a private directory).
+  std::string token_file, operator_token_file;
 };
 
 // The training options, bound to an app (bamboo-train's and bamboo-manager's

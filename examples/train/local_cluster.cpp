@@ -142,11 +142,10 @@ int run_local_cluster(const local_cluster_options& lo) {
     std::perror("bamboo-train: pipe");
     return 1;
   }
-  token_file token;
-  if (token.path().empty()) {
-    std::perror("bamboo-train: cannot write the cluster's token file");
-    return 1;
-  }
+  auto tokens = run_tokens(lo.token_file, lo.operator_token_file);
+  if (!tokens)
+    return 2;
+  const token_file& token = *tokens;
   const std::vector<std::pair<std::string, std::string>> env{
       {status::fd_variable, std::to_string(events.write)}};
   auto start = [&](std::vector<std::string> args) {
@@ -173,7 +172,8 @@ int run_local_cluster(const local_cluster_options& lo) {
     auto margs = lo.manager_program.empty()
                      ? std::vector<std::string>{dir + "/bamboo-manager"}
                      : lo.manager_program;
-    margs.insert(margs.end(), {"--port", "0", "--token-file", token.path()});
+    margs.insert(margs.end(), {"--port", "0", "--token-file", token.path(),
+                               "--operator-token-file", token.operator_path()});
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
     for (std::size_t i = 0; i < kills.size(); ++i) // the manager calls them preemptions
       if (!fired[i])
@@ -270,10 +270,12 @@ int run_local_cluster(const local_cluster_options& lo) {
       if (!e)
         return;
       if (e->kind == "listening" && workers.empty()) {
-        std::printf("bamboo-train: bamboo-manager (pid %d) listens on port %ld; watch it "
-                    "with: bamboo-inspect --token-file %s --watch 127.0.0.1:%ld\n",
-                    static_cast<int>(manager->pid()), e->values[0], token.path().c_str(),
-                    e->values[0]);
+        std::printf(
+            "bamboo-train: bamboo-manager (pid %d) listens on port %ld; watch it "
+            "with: bamboo-inspect --token-file %s --watch 127.0.0.1:%ld (commands "
+            "need --operator-token-file %s)\n",
+            static_cast<int>(manager->pid()), e->values[0], token.path().c_str(),
+            e->values[0], token.operator_path().c_str());
         std::fflush(stdout);
         port = e->values[0];
         // With zones, one at a time: worker i joins as node i, in zone i.

@@ -25,8 +25,9 @@ namespace bamboo {
 namespace {
 // bamboo-train's own options with a value, which the manager does not take.
 constexpr const char* launcher_options[] = {
-    "--preempt",       "--restarts",    "--replace-after-s", "--join", "--spot-trace",
-    "--trace-speedup", "--max-workers", "--notice-s",        "--zones"};
+    "--preempt",    "--restarts",      "--replace-after-s",    "--join",
+    "--spot-trace", "--trace-speedup", "--max-workers",        "--notice-s",
+    "--zones",      "--token-file",    "--operator-token-file"};
 } // namespace
 
 int train_main(int argc, char** argv, std::shared_ptr<const model_definition> model) {
@@ -93,6 +94,8 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
       lc.notice = std::chrono::milliseconds(static_cast<long>(opts->notice_s * 1000));
     }
     lc.manager_args = std::move(args);
+    lc.token_file = opts->token_file;
+    lc.operator_token_file = opts->operator_token_file;
     if (model) { // every process is this program, so that each builds the model
       lc.manager_program = {proc::program_path(), "manager"};
       lc.worker_program = {proc::program_path(), "worker"};
@@ -118,18 +121,19 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
   if (!report.open("bamboo-train"))
     return 2;
   run_options run = opts->run;
-  std::optional<app::token_file> token; // what bamboo-inspect proves
+  std::unique_ptr<app::token_file> token; // what bamboo-inspect proves
   if (run.inspect.enabled) {
-    token.emplace();
-    if (token->path().empty()) {
-      std::perror("bamboo-train: cannot write the inspector's token file");
-      return 1;
-    }
+    token = app::run_tokens(opts->token_file, opts->operator_token_file);
+    if (!token)
+      return 2;
     run.inspect.token = token->token();
+    run.inspect.operator_token = token->operator_token();
     run.inspect.on_listening = [&](std::uint16_t port) {
-      std::printf("bamboo-train: watch or steer this run with: bamboo-inspect "
-                  "--token-file %s 127.0.0.1:%u\n",
-                  token->path().c_str(), static_cast<unsigned>(port));
+      std::printf(
+          "bamboo-train: watch this run with: bamboo-inspect "
+          "--token-file %s 127.0.0.1:%u (steer it: add --operator-token-file %s)\n",
+          token->path().c_str(), static_cast<unsigned>(port),
+          token->operator_path().c_str());
       std::fflush(stdout);
     };
   }

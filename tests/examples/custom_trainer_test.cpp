@@ -44,7 +44,7 @@ TEST_CASE("a custom trainer's own binary trains its model across processes throu
       BAMBOO_CUSTOM_TRAINER_BIN, "--processes", "--stages",           "3", "--preempt",
       "node=1@step=4",           "--metrics",   dir.file("procs.csv")};
   procs.insert(procs.end(), conv_run.begin(), conv_run.end());
-  child run(dir, "procs", procs, "unused");
+  child run(dir, "procs", procs, test_token);
   REQUIRE(run.wait_exit(90s) == 0);
   const auto log = run.log();
   INFO(log);

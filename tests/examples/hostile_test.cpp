@@ -15,6 +15,7 @@
 
 #include "actors/net/auth.hpp"
 #include "actors/net/frame_channel.hpp"
+#include "actors/net/frame_session.hpp"
 #include "actors/net/gateway.hpp"
 #include "actors/net/network.hpp"
 #include "actors/protocol.hpp"
@@ -185,34 +186,35 @@ TEST_CASE(
   self->send(*gateway,
              to_wire(schema::join_request{0, "z", "0.1.0",
                                           prove(token, proof_role::worker, h), "", ""}));
+  // A member's frames carry the session's MAC from here on.
+  session_book::open(sys.node(), gateway->node(), session_key(token, h));
   auto accept = next_not_heartbeat();
   REQUIRE(accept);
   REQUIRE(std::holds_alternative<schema::join_accept>(*accept));
   const auto me = std::get<schema::join_accept>(*accept).node;
   CHECK(me == 4);
 
-  self->send(*gateway,
-             to_wire(schema::challenge_request{0xffffffffu, make_nonce(), h.worker_id}));
+  send_frame(&*self, *gateway,
+             schema::challenge_request{0xffffffffu, make_nonce(), h.worker_id});
   auto again = next_not_heartbeat();
   REQUIRE(again);
   REQUIRE(std::holds_alternative<schema::join_refused>(*again));
   CHECK(std::get<schema::join_refused>(*again).reason == "already joined as node 4");
   for (std::uint32_t stage : {0u, 1u, 3u, 99u, 0xffffffffu})
     for (auto t : {schema::target::none, schema::target::stage, schema::target::shadow})
-      self->send(
-          *gateway,
-          to_wire(schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9, 0, 0}, t));
-  self->send(*gateway, to_wire(schema::heartbeat{0, 0, 0, 0, {}})); // node 0's number
+      send_frame(&*self, *gateway,
+                 schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9, 0, 0}, t);
+  send_frame(&*self, *gateway, schema::heartbeat{0, 0, 0, 0, {}}); // node 0's number
   for (int i = 0; i < 100000; ++i) {
     self->send(*gateway, tick_atom::value);
     if (i % 1000 == 0) // a member that keeps its place
-      self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0, {}}));
+      send_frame(&*self, *gateway, schema::heartbeat{me, 0, 0, 0, {}});
   }
   // Heartbeats as itself until the run is over; the leave at the end is obeyed.
   bool let_go = false;
   const auto deadline = std::chrono::steady_clock::now() + 120s;
   while (!let_go && std::chrono::steady_clock::now() < deadline) {
-    self->send(*gateway, to_wire(schema::heartbeat{me, 0, 0, 0, {}}));
+    send_frame(&*self, *gateway, schema::heartbeat{me, 0, 0, 0, {}});
     if (auto f = next(100ms); f && std::holds_alternative<schema::leave>(*f))
       let_go = true;
   }

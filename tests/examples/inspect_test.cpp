@@ -9,6 +9,10 @@
 
 #include "tests/run_command.hpp"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
 #include <regex>
 
 using namespace bamboo;
@@ -20,6 +24,18 @@ std::string field(const std::string& json, const std::string& name) {
   std::smatch m;
   const std::regex re("\"" + name + "\":(\\[[^\\]]*\\]|\"[^\"]*\"|true|false|[-0-9.e]+)");
   return std::regex_search(json, m, re) ? m.str(1) : "";
+}
+
+// The operator token the test managers take (--operator-token-file): commands
+// need it besides the cluster token.
+const std::string test_operator_token = "a-test-operator-token-0123456789";
+const std::string with_operator = "BAMBOO_OPERATOR_TOKEN=" + test_operator_token + " ";
+
+std::string operator_file(scratch_dir& dir) {
+  const auto path = dir.file("operator-token");
+  std::ofstream(path) << test_operator_token << "\n";
+  ::chmod(path.c_str(), 0600);
+  return path;
 }
 
 outcome inspect(const std::string& port, const std::string& args,
@@ -37,9 +53,10 @@ struct cluster {
   std::vector<std::unique_ptr<child>> workers;
   std::string port;
   explicit cluster(const train_config& cfg, bool checkpoints = false) {
-    std::vector<std::string> extra;
+    std::vector<std::string> extra{"--operator-token-file", operator_file(dir)};
     if (checkpoints)
-      extra = {"--checkpoint-dir", dir.file("ck"), "--checkpoint-every", "100000"};
+      extra.insert(extra.end(),
+                   {"--checkpoint-dir", dir.file("ck"), "--checkpoint-every", "100000"});
     manager =
         std::make_unique<child>(dir, "manager",
                                 process_run::manager_args(cfg, dir.file("metrics.csv"),
@@ -90,12 +107,13 @@ std::string eventually(Get get, const std::string& re, int tries = 200) {
   return {};
 }
 
-// One command's JSON answer.
+// One command's JSON answer, as an operator (the test tokens, or the options).
 outcome order(const std::string& port, const std::string& words,
               const std::string& token_option = "") {
-  return run_command((token_option.empty() ? "BAMBOO_TOKEN=" + test_token + " " : "") +
-                     BAMBOO_INSPECT_BIN + " " + token_option +
-                     " --json 127.0.0.1:" + port + " " + words);
+  return run_command(
+      (token_option.empty() ? "BAMBOO_TOKEN=" + test_token + " " + with_operator : "") +
+      BAMBOO_INSPECT_BIN + " " + token_option + " --json 127.0.0.1:" + port + " " +
+      words);
 }
 
 } // namespace
@@ -193,7 +211,7 @@ TEST_CASE("the full-screen view in tmux shows the cluster - and 'preempt 2' type
     return std::string();
   };
   REQUIRE(tmux("new-session -d -s view -x 110 -y 40 'BAMBOO_TOKEN=" + test_token + " " +
-               BAMBOO_INSPECT_BIN + " 127.0.0.1:" + c.port + "'")
+               with_operator + BAMBOO_INSPECT_BIN + " 127.0.0.1:" + c.port + "'")
               .status == 0);
   INFO(capture());
   CHECK_FALSE(shown(R"(PIPELINE  STAGE  NODE  SHADOW)").empty());
@@ -222,23 +240,44 @@ TEST_CASE("the full-screen view in tmux shows the cluster - and 'preempt 2' type
   c.manager->wait_exit(30s);
 }
 
-TEST_CASE("bamboo-inspect --json runs an operator's command and answers it - and refuses "
-          "a command for a node that is not a member",
+TEST_CASE("bamboo-inspect --json runs an operator's command and answers it - refuses "
+          "it to an observer without the operator token or with a wrong one - and "
+          "refuses a command for a node that is not a member",
           "[examples]") {
   no_leftovers guard;
   auto cfg = small_gpt(75);
   cfg.steps = 400;
   cluster c(cfg);
-  auto bad = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
-                         " --json 127.0.0.1:" + c.port + " notice 9");
+  // The cluster token alone watches: a command is refused, and nothing happens.
+  auto watcher = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
+                             " --json 127.0.0.1:" + c.port + " preempt 2");
+  INFO(watcher.output);
+  CHECK(watcher.status == 2);
+  CHECK(watcher.output.find("{\"ok\":false,\"answer\":\"refused: commands need the "
+                            "operator token") != std::string::npos);
+  CHECK_FALSE(c.manager->wait_for("an observer without the operator token", 10s).empty());
+  auto wrong =
+      run_command("BAMBOO_TOKEN=" + test_token +
+                  " BAMBOO_OPERATOR_TOKEN=not-the-operator-token-0123 " +
+                  BAMBOO_INSPECT_BIN + " --json 127.0.0.1:" + c.port + " preempt 2");
+  INFO(wrong.output);
+  CHECK(wrong.status == 2);
+  CHECK(wrong.output.find("refused: wrong operator token") != std::string::npos);
+  std::this_thread::sleep_for(500ms);
+  CHECK(c.workers[2]->running());
+  auto bad =
+      run_command("BAMBOO_TOKEN=" + test_token + " " + with_operator +
+                  BAMBOO_INSPECT_BIN + " --json 127.0.0.1:" + c.port + " notice 9");
   CHECK(bad.status == 2);
   CHECK(bad.output.find("{\"ok\":false,\"answer\":\"node 9 is not a member") !=
         std::string::npos);
-  auto typo = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
-                          " --json 127.0.0.1:" + c.port + " preempt two");
+  auto typo =
+      run_command("BAMBOO_TOKEN=" + test_token + " " + with_operator +
+                  BAMBOO_INSPECT_BIN + " --json 127.0.0.1:" + c.port + " preempt two");
   CHECK(typo.output.find("'two' is not a node number") != std::string::npos);
-  auto notice = run_command("BAMBOO_TOKEN=" + test_token + " " + BAMBOO_INSPECT_BIN +
-                            " --json 127.0.0.1:" + c.port + " notice 3");
+  auto notice =
+      run_command("BAMBOO_TOKEN=" + test_token + " " + with_operator +
+                  BAMBOO_INSPECT_BIN + " --json 127.0.0.1:" + c.port + " notice 3");
   INFO(notice.output);
   CHECK(notice.status == 0);
   CHECK(notice.output.find("{\"ok\":true,\"answer\":\"node 3 has a preemption notice") !=
@@ -331,12 +370,15 @@ TEST_CASE("bamboo-train --inspect-port lets bamboo-inspect watch an embedded run
   auto args = process_run::args(cfg, dir.file("metrics.csv"), dir.file("digests.csv"),
                                 {"--inspect-port", "0"});
   args.erase(args.begin() + 1); // embedded: no --processes
-  child run(dir, "train", args, "unused");
+  child run(dir, "train", args, test_token);
   const auto token_file = run.wait_for(R"(bamboo-inspect --token-file (\S+) )", 30s);
   const auto port = run.wait_for(R"(bamboo-inspect --token-file \S+ 127\.0\.0\.1:(\d+))");
+  const auto operator_token_file = run.wait_for(R"(add --operator-token-file (\S+)\))");
   REQUIRE_FALSE(port.empty());
+  REQUIRE_FALSE(operator_token_file.empty());
   REQUIRE_FALSE(run.wait_for(R"(step 3 \()", 30s).empty());
-  const auto with = "--token-file " + token_file;
+  const auto with =
+      "--token-file " + token_file + " --operator-token-file " + operator_token_file;
   CHECK(order(port, "pause", with).output.find("\"ok\":true") != std::string::npos);
   const auto held = run.wait_for(R"(paused before step (\d+) by an operator)", 20s);
   REQUIRE_FALSE(held.empty());
@@ -415,4 +457,44 @@ TEST_CASE("the full-screen view refuses a terminal too small - and ends with one
   CHECK(gone.find("NODE  ACTOR") == std::string::npos); // the terminal was restored
   tmux("kill-server");
   manager.wait_exit(10s);
+}
+
+TEST_CASE("an embedded run keeps its token files under $XDG_RUNTIME_DIR - takes the "
+          "user's cluster token from BAMBOO_TOKEN and the operator's from a file - and "
+          "removes them when SIGTERM ends it",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(81);
+  cfg.steps = 100000; // ended by the signal
+  scratch_dir dir;
+  const auto runtime = dir.file("runtime");
+  std::filesystem::create_directory(runtime);
+  ::chmod(runtime.c_str(), 0700);
+  auto args = process_run::args(
+      cfg, dir.file("metrics.csv"), dir.file("digests.csv"),
+      {"--inspect-port", "0", "--operator-token-file", operator_file(dir)});
+  args.erase(args.begin() + 1); // embedded: no --processes
+  std::string line = "XDG_RUNTIME_DIR=" + runtime + " exec";
+  for (const auto& a : args)
+    line += " '" + a + "'";
+  child run(dir, "train", {"/bin/sh", "-c", line}, test_token);
+  const auto token_file = run.wait_for(R"(bamboo-inspect --token-file (\S+) )", 30s);
+  const auto port = run.wait_for(R"(bamboo-inspect --token-file \S+ 127\.0\.0\.1:(\d+))");
+  const auto op_file = run.wait_for(R"(add --operator-token-file (\S+)\))");
+  REQUIRE_FALSE(port.empty());
+  INFO(token_file);
+  CHECK(token_file.rfind(runtime + "/bamboo-token-", 0) == 0);
+  std::string read_back, op_back;
+  std::getline(std::ifstream(token_file), read_back);
+  std::getline(std::ifstream(op_file), op_back);
+  CHECK(read_back == test_token);
+  CHECK(op_back == test_operator_token);
+  // The user's tokens work as they are: a command with both.
+  auto paused = order(port, "pause");
+  CHECK(paused.output.find("\"ok\":true") != std::string::npos);
+  REQUIRE(run.signal(SIGTERM));
+  CHECK(run.wait_exit(30s) == 128 + SIGTERM);
+  const auto token_dir = std::filesystem::path(token_file).parent_path();
+  CHECK_FALSE(std::filesystem::exists(token_dir));
+  CHECK(std::filesystem::is_empty(runtime));
 }

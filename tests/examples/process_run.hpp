@@ -61,6 +61,9 @@ void check_losses(const metrics_rows& m, const reference& ref);
 void check_state(const std::string& path, const reference& ref, bool shadows_left = true,
                  bool same_stages = true);
 
+// The cluster token of the runs tests start (bamboo-train takes $BAMBOO_TOKEN).
+inline const std::string test_token = "a-test-cluster-token-0123456789";
+
 // A local cluster of processes training `cfg`, in a scratch directory of its own.
 struct process_run {
   scratch_dir dir;
@@ -69,7 +72,7 @@ struct process_run {
   process_run(const train_config& c, const std::string& name,
               std::vector<std::string> extra = {})
       : metrics(dir.file(name + ".csv")), digests(dir.file(name + "_digests.csv")),
-        proc(dir, name, args(c, metrics, digests, std::move(extra)), "unused") {}
+        proc(dir, name, args(c, metrics, digests, std::move(extra)), test_token) {}
 
   static std::vector<std::string> args(const train_config& c, const std::string& metrics,
                                        const std::string& digests,
@@ -119,8 +122,6 @@ struct process_run {
   }
 };
 
-// The cluster token of tests that start managers and workers themselves.
-inline const std::string test_token = "a-test-cluster-token-0123456789";
 
 // Exited (a zombie until the launcher reaps it) or reaped.
 bool gone(pid_t pid);

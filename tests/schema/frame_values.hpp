@@ -139,7 +139,7 @@ inline auto fields(const store_reply& x) {
   return std::tie(x.request, x.value, x.number, x.error);
 }
 inline auto fields(const observe_request& x) {
-  return std::tie(x.proof);
+  return std::tie(x.proof, x.operator_proof);
 }
 inline auto fields(const snapshot_request& x) {
   return std::tie(x.request);
@@ -260,7 +260,7 @@ inline std::vector<frame> every_kind() {
       checkpoint_written{45, "stage-1.safetensors", "ab12", 4096, 7, "disk full"},
       store_request{46, store_op::compare_set, {"bamboo/gen2/0"}, {1, 2}, {3}, -5, 250},
       store_reply{46, {9, 9}, 7, "timeout"},
-      observe_request{{4, 5, 6}},
+      observe_request{{4, 5, 6}, {7, 8}},
       snapshot_request{47},
       cluster_snapshot{48,
                        "gpt",
