@@ -251,14 +251,26 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
     error = "no checkpoint directory " + dir;
     return std::nullopt;
   }
-  for (const auto& [step, path] : listed(dir)) {
+  const auto all = listed(dir);
+  std::string newest_why;
+  for (const auto& [step, path] : all) {
     std::string why;
     auto c = load_checkpoint_dir(path, why);
     if (c)
       return c;
+    if (newest_why.empty())
+      newest_why = fs::path(path).filename().string() + ": " + why;
     skipped.push_back(path + ": " + why + "; skipped");
   }
   error = "no complete checkpoint in " + dir;
+  if (all.size() == 1)
+    error += ": its only checkpoint is damaged or incomplete (" + newest_why +
+             "). Every checkpoint is kept unless --keep says otherwise; with one "
+             "checkpoint (one --checkpoint-every interval in the run, or --keep 1) a "
+             "single damaged file leaves nothing to resume from";
+  else if (all.size() > 1)
+    error += ": all " + std::to_string(all.size()) +
+             " are damaged or incomplete (the newest, " + newest_why + ")";
   return std::nullopt;
 }
 

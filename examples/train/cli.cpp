@@ -106,7 +106,8 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "write a checkpoint every N steps, in the background")
       ->check(CLI::PositiveNumber);
   app.add_option("--keep", o.run.checkpoints.keep,
-                 "keep the newest K complete checkpoints (default: all)")
+                 "keep the newest K complete checkpoints (default: all; --resume skips a "
+                 "damaged newest one for the one before)")
       ->check(CLI::PositiveNumber);
   app.add_option("--replacement-wait-s", o.replacement_wait_s,
                  "across processes: a rollback to a checkpoint waits up to this long "
@@ -162,6 +163,9 @@ std::optional<std::string> train_options::finish() {
                "own model '" + c.custom_model->name() + "'";
   if (auto problem = resolve_pipelines())
     return problem;
+  if (o_.run.checkpoints.keep == 1)
+    o_.warnings.push_back("--keep 1 leaves a single checkpoint: one damaged file then "
+                          "leaves --resume nothing to resume from (2 or more is safer)");
   // A warning, not an error: the demo's kills stay valid with a shorter --steps.
   for (const auto& k : o_.run.preemptions)
     if (k.step >= c.steps)

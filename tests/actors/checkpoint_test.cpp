@@ -161,6 +161,35 @@ TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one,
   CHECK_FALSE(load_latest_checkpoint(dir.path(), skipped, error));
   CHECK(skipped.size() == 2);
   CHECK(error.find("no complete checkpoint") != std::string::npos);
+  CHECK(error.find("all 2 are damaged or incomplete (the newest, step-00000008: "
+                   "stage-1.safetensors does not match the manifest") != std::string::npos);
+}
+
+TEST_CASE("when the only checkpoint is damaged, --resume says so - why - and how many "
+          "checkpoints are kept",
+          "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  train(cfg, checkpointing(dir.path(), 4)); // step 4 only
+  const auto file = dir.path() + "/step-00000004/stage-0.safetensors";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-5, std::ios::end);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x10;
+    f.seekp(-5, std::ios::end);
+    f.write(&c, 1);
+  }
+  auto r = run_embedded(cfg, resuming(dir.path()));
+  REQUIRE_FALSE(r);
+  const auto why = describe(r.error());
+  INFO(why);
+  CHECK(why.find("its only checkpoint is damaged or incomplete (step-00000004: "
+                 "stage-0.safetensors does not match the manifest") != std::string::npos);
+  CHECK(why.find("Every checkpoint is kept unless --keep says otherwise") !=
+        std::string::npos);
 }
 
 TEST_CASE("resuming another configuration, or from no checkpoint, is refused by name",
