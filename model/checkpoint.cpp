@@ -9,11 +9,13 @@
 #include <fstream>
 #include <iterator>
 
+#include <fcntl.h>
 #include <sys/resource.h>
-
-#ifdef __linux__
+#include <sys/stat.h>
 #include <unistd.h>
-#endif
+
+#include <cerrno>
+#include <cstdint>
 
 #include "log/log.hpp"
 #include "model/safetensors.hpp"
@@ -28,13 +30,45 @@ constexpr const char* format_name = "bamboo-checkpoint-1";
 constexpr const char* state_file = "state.safetensors";
 constexpr const char* manifest_file = "manifest.json";
 
-std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+// A regular file's bytes, never through a symbolic link (a checkpoint
+// directory that another user can write must not make us read, or trust, a
+// file elsewhere); nullopt and `why` else, or past `limit` bytes.
+std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path,
+                                                    std::string* why = nullptr,
+                                                    std::size_t limit = SIZE_MAX) {
+  auto fail = [&](std::string w) {
+    if (why)
+      *why = std::move(w);
     return std::nullopt;
-  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)),
-                                   std::istreambuf_iterator<char>());
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return fail(errno == ELOOP ? "a symbolic link (refused)" : "missing or unreadable");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail("not a regular file");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > limit) {
+    ::close(fd);
+    return fail("of " + std::to_string(st.st_size) + " bytes (limit " +
+                std::to_string(limit) + ")");
+  }
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(st.st_size));
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const auto n = ::read(fd, out.data() + got, out.size() - got);
+    if (n <= 0)
+      break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got != out.size())
+    return fail("shorter than its size");
+  return out;
 }
+
+constexpr std::size_t manifest_limit = 1u << 20;
 
 // Checkpoint directories, newest first.
 std::vector<std::pair<std::int64_t, std::string>> listed(const std::string& dir) {
@@ -172,9 +206,17 @@ bool write_checkpoint(const std::string& dir, const checkpoint& c, int keep,
 
 std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
                                               std::string& error) {
-  auto manifest_bytes = read_bytes((fs::path(path) / manifest_file).string());
+  std::error_code ec;
+  if (fs::is_symlink(path, ec)) {
+    error = "a symbolic link (refused)";
+    return std::nullopt;
+  }
+  std::string why;
+  auto manifest_bytes =
+      read_bytes((fs::path(path) / manifest_file).string(), &why, manifest_limit);
   if (!manifest_bytes) {
-    error = "no manifest (an incomplete write)";
+    error = why == "missing or unreadable" ? "no manifest (an incomplete write)"
+                                           : std::string(manifest_file) + ": " + why;
     return std::nullopt;
   }
   auto m = parse_string_object(
@@ -208,9 +250,9 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
       error = "manifest: a file name that is not plain: " + file;
       return std::nullopt;
     }
-    auto bytes = read_bytes((fs::path(path) / file).string());
+    auto bytes = read_bytes((fs::path(path) / file).string(), &why);
     if (!bytes) {
-      error = "no " + file;
+      error = why == "missing or unreadable" ? "no " + file : file + ": " + why;
       return std::nullopt;
     }
     const auto digest = sha256_hex(*bytes);

@@ -26,15 +26,21 @@ adamw::adamw(std::vector<named_tensor> params, optimizer_config opts,
   }
 }
 
-double adamw::grad_squares() const {
-  double sum = 0;
+std::vector<double> adamw::grad_squares_each() const {
+  std::vector<double> out;
+  out.reserve(params_.size());
   for (const auto& p : params_) {
     const auto& g = p.tensor.grad();
-    if (g.defined()) {
-      double n = g.norm().item<double>();
-      sum += n * n;
-    }
+    double n = g.defined() ? g.norm().item<double>() : 0.0;
+    out.push_back(n * n);
   }
+  return out;
+}
+
+double adamw::grad_squares() const {
+  double sum = 0;
+  for (double s : grad_squares_each())
+    sum += s;
   return sum;
 }
 

@@ -28,6 +28,8 @@ public:
   void step(std::int64_t k, double clip_coef);
   // Sum over parameters of the squared L2 norm of their gradients.
   double grad_squares() const;
+  // Each parameter's squared gradient norm, in parameter order (0: no gradient).
+  std::vector<double> grad_squares_each() const;
   void zero_grad();
 
   std::int64_t steps_taken() const { return t_; }

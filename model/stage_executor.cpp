@@ -295,7 +295,9 @@ step_outcome stage_executor::run_ops(std::int64_t k, const std::vector<instructi
   progress_.complete = true;
   for (const auto& [j, loss] : losses_) // in micro-batch order
     out.loss_sum += loss;
-  out.grad_squares = opt_->grad_squares();
+  out.tensor_squares = opt_->grad_squares_each();
+  for (double s : out.tensor_squares)
+    out.grad_squares += s;
   return out;
 }
 

@@ -42,6 +42,7 @@ struct step_outcome {
   bool killed = false;     // the preemption hook fired
   double loss_sum = 0;     // sum of micro-batch losses in order (last stage)
   double grad_squares = 0; // squared gradient norm of this stage's parameters
+  std::vector<double> tensor_squares; // each parameter's, in layer order
 };
 
 // Called before compute instruction `index` of step k; true means "this node

@@ -90,6 +90,9 @@ struct writer {
     r.setBackwards(x.backwards);
     r.setFrc(x.frc);
     r.setInherited(x.inherited);
+    auto t = r.initTensorSquares(static_cast<unsigned>(x.tensor_squares.size()));
+    for (unsigned i = 0; i < x.tensor_squares.size(); ++i)
+      t.set(i, x.tensor_squares[i]);
   }
   void operator()(const step_report& x) { put_report(b.initStepReport(), x); }
   void operator()(const assign& x) {
@@ -305,10 +308,13 @@ std::vector<std::uint32_t> get(capnp::List<std::uint32_t>::Reader l) {
 }
 
 step_report get_report(wire::StepReport::Reader r) {
-  return step_report{r.getNode(),     r.getStage(),     r.getGeneration(),
-                     r.getStep(),     r.getLossSum(),   r.getGradSquares(),
-                     r.getForwards(), r.getBackwards(), r.getFrc(),
-                     r.getInherited()};
+  step_report out{r.getNode(),     r.getStage(),     r.getGeneration(),
+                  r.getStep(),     r.getLossSum(),   r.getGradSquares(),
+                  r.getForwards(), r.getBackwards(), r.getFrc(),
+                  r.getInherited(), {}};
+  for (double v : r.getTensorSquares())
+    out.tensor_squares.push_back(v);
+  return out;
 }
 
 train_settings get_config(wire::TrainConfig::Reader c) {

@@ -76,6 +76,10 @@ struct step_report {
   std::uint32_t backwards = 0;
   std::uint32_t frc = 0;
   std::uint32_t inherited = 0;
+  // 1.10: each parameter tensor's squared gradient norm, in global layer order:
+  // the manager sums them one by one in that order, so that the global norm
+  // (and the clip) is the same to the bit whatever the stages' boundaries.
+  std::vector<double> tensor_squares;
 };
 
 struct commit {

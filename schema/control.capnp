@@ -73,6 +73,7 @@ struct StepReport {
   backwards @7 :UInt32;
   frc @8 :UInt32;         # forward redundant computations for the successor
   inherited @9 :UInt32;   # forwards taken over from FRC on promotion
+  tensorSquares @10 :List(Float64); # 1.10: each parameter's squared gradient norm, in layer order
 }
 
 struct Commit {

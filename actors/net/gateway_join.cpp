@@ -26,6 +26,12 @@ void gateway_state::handle(const schema::challenge_request& r) {
                                    : "the identity is not the sender's node"});
     return;
   }
+  // A fenced node that asks afresh has dropped its old session: the handshake's
+  // answers go unsealed, as to any newcomer.
+  if (auto f = fenced_.find(sender->node()); f != fenced_.end()) {
+    session_book::close(self_->node(), f->first, f->second.session);
+    fenced_.erase(f);
+  }
   if (!pending_.count(sender))
     make_room_for(sender);
   handshake h{r.nonce, make_nonce(), r.identity, caf::to_string(self_->node())};

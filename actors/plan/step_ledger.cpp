@@ -31,9 +31,21 @@ bool step_ledger::all_reported() const {
 
 double step_ledger::grad_norm() const {
   const std::size_t stages = reports_.size() / static_cast<std::size_t>(pipelines_);
-  double total = 0;
+  // One tensor at a time in global layer order: the same additions in the
+  // same order whatever the stages' boundaries (a sum of per-stage sums would
+  // round differently when a re-partition moves a layer, and so would the clip).
+  bool each = true;
   for (std::size_t s = 0; s < stages; ++s)
-    total += reports_[s].grad_squares;
+    each = each && (!reports_[s].tensor_squares.empty() || reports_[s].grad_squares == 0);
+  double total = 0;
+  for (std::size_t s = 0; s < stages; ++s) {
+    if (!each) {
+      total += reports_[s].grad_squares; // a peer before 1.10
+      continue;
+    }
+    for (double t : reports_[s].tensor_squares)
+      total += t;
+  }
   return std::sqrt(total);
 }
 

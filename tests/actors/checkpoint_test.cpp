@@ -318,3 +318,108 @@ TEST_CASE(
   REQUIRE_FALSE(fatal);
   CHECK(describe(fatal.error()).find("unrecoverable_failure") != std::string::npos);
 }
+
+TEST_CASE("a checkpoint whose manifest or tensor file is a symbolic link is refused by "
+          "name - and the one before it is used",
+          "[actors]") {
+  const scratch_dir dir, elsewhere;
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  train(cfg, checkpointing(dir.path(), 2)); // steps 2 and 4
+  namespace fs = std::filesystem;
+  const auto newest = dir.path() + "/step-00000004";
+  // The same bytes, but through a link: a writer of the directory could point
+  // it anywhere.
+  const auto file = newest + "/stage-1.safetensors";
+  fs::copy_file(file, elsewhere.path() + "/copy");
+  fs::remove(file);
+  fs::create_symlink(elsewhere.path() + "/copy", file);
+  std::vector<std::string> skipped;
+  std::string error;
+  auto c = load_latest_checkpoint(dir.path(), skipped, error);
+  REQUIRE(c);
+  CHECK(c->step == 2);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].find("stage-1.safetensors: a symbolic link (refused)") !=
+        std::string::npos);
+  // A step directory that is itself a link is refused too.
+  fs::rename(newest, elsewhere.path() + "/step-00000004");
+  fs::create_directory_symlink(elsewhere.path() + "/step-00000004", newest);
+  skipped.clear();
+  REQUIRE(load_latest_checkpoint(dir.path(), skipped, error));
+  REQUIRE_FALSE(skipped.empty());
+  CHECK(skipped[0].find("a symbolic link (refused)") != std::string::npos);
+}
+
+TEST_CASE("300 crafted manifests are each refused with a reason - never an abort - and "
+          "the intact checkpoint before them is used",
+          "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  train(cfg, checkpointing(dir.path(), 2)); // steps 2 and 4
+  const auto manifest = dir.path() + "/step-00000004/manifest.json";
+  std::string original;
+  {
+    std::ifstream in(manifest, std::ios::binary);
+    original.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE_FALSE(original.empty());
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const std::vector<std::string> nasty{"99999999999999999999999", "-1", "1e308",
+                                       "\"", "\\u0000", "../../etc/passwd",
+                                       "{\"a\":", "]]]]", std::string(4096, '9')};
+  int refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string m = original;
+    switch (next() % 5) {
+    case 0: // flip bytes
+      for (int j = 0; j < 1 + static_cast<int>(next() % 4); ++j)
+        m[next() % m.size()] ^= static_cast<char>(1 + next() % 255);
+      break;
+    case 1: // truncate
+      m.resize(next() % m.size());
+      break;
+    case 2: { // splice a nasty token in
+      const auto& t = nasty[next() % nasty.size()];
+      m.insert(next() % m.size(), t);
+      break;
+    }
+    case 3: { // replace a value after a colon
+      auto colon = m.find(':', next() % m.size());
+      if (colon == std::string::npos)
+        colon = m.find(':');
+      auto end = m.find_first_of(",}", colon);
+      m.replace(colon + 1, end == std::string::npos ? 0 : end - colon - 1,
+                nasty[next() % nasty.size()]);
+      break;
+    }
+    default: // duplicate a stretch
+      m.insert(next() % m.size(), m.substr(next() % m.size(), next() % 64));
+    }
+    if (m == original)
+      continue;
+    {
+      std::ofstream out(manifest, std::ios::binary | std::ios::trunc);
+      out << m;
+    }
+    std::vector<std::string> skipped;
+    std::string error;
+    auto c = load_latest_checkpoint(dir.path(), skipped, error);
+    REQUIRE(c); // the step-2 checkpoint, or the step-4 one if the edit was harmless
+    if (c->step == 2) {
+      ++refused;
+      REQUIRE(skipped.size() == 1);
+      CHECK(skipped[0].find("step-00000004: ") != std::string::npos);
+      CHECK(skipped[0].size() > std::string("step-00000004: ; skipped").size());
+    }
+  }
+  INFO(refused << " of 300 refused");
+  CHECK(refused > 200);
+}

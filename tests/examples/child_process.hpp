@@ -31,6 +31,9 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 // The tag of this test binary's children.
+// The cluster token of the runs tests start (bamboo-train takes $BAMBOO_TOKEN).
+inline const std::string test_token = "a-test-cluster-token-0123456789";
+
 inline std::string test_tag() {
   return "bamboo-test-" + std::to_string(getpid());
 }

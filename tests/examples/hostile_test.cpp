@@ -203,7 +203,7 @@ TEST_CASE(
   for (std::uint32_t stage : {0u, 1u, 3u, 99u, 0xffffffffu})
     for (auto t : {schema::target::none, schema::target::stage, schema::target::shadow})
       send_frame(&*self, *gateway,
-                 schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9, 0, 0}, t);
+                 schema::step_report{me, stage, 1, 0, -1e30, 1e30, 9, 9, 0, 0, {}}, t);
   send_frame(&*self, *gateway, schema::heartbeat{0, 0, 0, 0, {}}); // node 0's number
   for (int i = 0; i < 100000; ++i) {
     self->send(*gateway, tick_atom::value);

@@ -52,7 +52,7 @@ TEST_CASE("the children of a launcher killed with kill -9 die with it", "[exampl
                  {BAMBOO_TRAIN_BIN, "--processes", "--stages", "2", "--steps", "200",
                   "--layers", "1", "--d-model", "32", "--heads", "2", "--seq-len", "16",
                   "--micro-batch", "2", "--global-batch", "4"},
-                 "unused");
+                 test_token);
   // The launcher, its manager and two workers, all training.
   REQUIRE_FALSE(launcher.wait_for(R"(step 1 \(2/200\))", 30s).empty());
   CHECK(tagged_processes().size() == 4);

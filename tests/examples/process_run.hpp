@@ -61,9 +61,6 @@ void check_losses(const metrics_rows& m, const reference& ref);
 void check_state(const std::string& path, const reference& ref, bool shadows_left = true,
                  bool same_stages = true);
 
-// The cluster token of the runs tests start (bamboo-train takes $BAMBOO_TOKEN).
-inline const std::string test_token = "a-test-cluster-token-0123456789";
-
 // A local cluster of processes training `cfg`, in a scratch directory of its own.
 struct process_run {
   scratch_dir dir;
@@ -88,6 +85,7 @@ struct process_run {
                                "--steps",         std::to_string(c.steps),
                                "--seed",          std::to_string(c.seed),
                                "--threads",       "1",
+                               "--clip",          std::to_string(c.optim.clip_norm),
                                "--metrics",       metrics,
                                "--state-digests", digests};
     a.insert(a.end(), extra.begin(), extra.end());

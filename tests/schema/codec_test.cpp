@@ -25,7 +25,7 @@ TEST_CASE("every control frame survives an encode-decode round trip", "[schema]"
                             preemption_notice{4, 30000},
                             join_request{5, "zone-a", "0.1.0", {1, 2, 3}, "", ""},
                             p,
-                            step_report{1, 1, 2, 17, 3.25, 0.5, 4, 4, 4, 1},
+                            step_report{1, 1, 2, 17, 3.25, 0.5, 4, 4, 4, 1, {}},
                             commit{2, 17, 0.75}};
   for (const auto& f : frames) {
     auto bytes = encode(f);

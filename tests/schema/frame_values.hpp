@@ -39,7 +39,7 @@ inline auto fields(const plan& x) {
 }
 inline auto fields(const step_report& x) {
   return std::tie(x.node, x.stage, x.generation, x.step, x.loss_sum, x.grad_squares,
-                  x.forwards, x.backwards, x.frc, x.inherited);
+                  x.forwards, x.backwards, x.frc, x.inherited, x.tensor_squares);
 }
 inline bool operator==(const step_report& a, const step_report& b) {
   return fields(a) == fields(b);
@@ -216,7 +216,7 @@ inline train_settings sample_settings() {
 
 // One frame of every body kind, every field away from its default.
 inline std::vector<frame> every_kind() {
-  const step_report rep{1, 2, 3, 4, 5.25, 6.5, 7, 8, 9, 10};
+  const step_report rep{1, 2, 3, 4, 5.25, 6.5, 7, 8, 9, 10, {0.25, 6.25}};
   plan p{11, 2, 3, {{0, 1, 2, 3}, {1, 2, 3, 4}}, "lazy", 16, 4, 320, "ckpt/step-9"};
   auto done = [](std::uint64_t g, std::uint64_t k, std::uint32_t s, auto tag) {
     decltype(tag) d;

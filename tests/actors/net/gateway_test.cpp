@@ -146,7 +146,7 @@ TEST_CASE("malformed frames from a joined member reach the gateway's decoder, ar
   lying[12] = 1; // one data word
   m.send_bytes(lying);
   // A valid frame cut short, and one over the size limit.
-  auto good = schema::encode(schema::step_report{1, 1, 1, 1, 1.0, 1.0, 1, 1, 0, 0});
+  auto good = schema::encode(schema::step_report{1, 1, 1, 1, 1.0, 1.0, 1, 1, 0, 0, {}});
   m.send_bytes({good.begin(), good.end() - 8});
   m.send_bytes(std::vector<std::uint8_t>(schema::default_frame_limit + 8, 0));
 
@@ -287,7 +287,7 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
     worker->send(caf::actor_cast<caf::actor>(proxy), to_wire(f));
   };
   for (std::uint32_t stage : {2u, 99u, 0xffffffffu, 1u}) {
-    from_worker(schema::step_report{1, stage, 1, 0, 1.5, 2.0, 2, 2, 0, 0});
+    from_worker(schema::step_report{1, stage, 1, 0, 1.5, 2.0, 2, 2, 0, 0, {}});
     from_worker(to_event<schema::committed>(1, 0, static_cast<int>(stage)));
   }
   // The proxy handles its mailbox in order: once stage 1's report and commit
