@@ -10,6 +10,11 @@
 
 namespace bamboo {
 
+namespace {
+// A failed run's wait for its checkpoint in flight is over.
+using settle_atom = caf::atom_constant<caf::atom("settle")>;
+} // namespace
+
 void manager_state::init(manager_spec spec) {
   spec_ = std::move(spec);
   logger_ = log::get("bamboo.manager");
@@ -85,6 +90,10 @@ caf::behavior manager_state::make_behavior() {
       },
       [this](tick_atom) { on_tick(); },
       [this](standby_atom, int count) { standby_ = std::max(0, count); },
+      [this](settle_atom) {
+        if (failing_ && self_->current_sender() == self_->ctrl())
+          end_failed_run();
+      },
   };
 }
 
@@ -272,10 +281,27 @@ void manager_state::deliver_done() {
 }
 
 void manager_state::fail(const caf::error& err) {
-  if (!promise_.pending())
+  if (!promise_.pending() || failing_)
     return;
   logger_->error("run failed: {}", describe(err));
   end_generation("run failed"); // unblock waiting stages
+  failing_ = err;
+  // A checkpoint whose files are still being written may be the one a
+  // rollback needs: the survivors' shards are waited for, a lost owner's for
+  // at most failed_run_checkpoint_wait.
+  if (snapshots_ > 0) {
+    logger_->info("waiting for the checkpoint being written (at most {} ms)",
+                  failed_run_checkpoint_wait.count());
+    self_->delayed_send(self_, failed_run_checkpoint_wait, settle_atom::value);
+    return;
+  }
+  end_failed_run();
+}
+
+void manager_state::end_failed_run() {
+  const auto err = *failing_;
+  if (!promise_.pending())
+    return;
   record_survivors();
   promise_.deliver(err);
   // The survivors stay for a rollback: their actors end with the error, which

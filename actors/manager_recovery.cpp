@@ -67,6 +67,11 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
                               bool at_boundary) {
   if (!plan_.alive[node])
     return;
+  if (failing_) { // the run is over: not a survivor for the rollback
+    logger_->warn("node {} lost while the failed run ends", id(node));
+    plan_.alive[node] = false;
+    return;
+  }
   const auto now = clock_type::now();
   // When the node went, if known: an injected kill's time, or the last
   // heartbeat of a node that fell silent (a worker process's loss is timed by

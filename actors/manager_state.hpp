@@ -53,6 +53,7 @@ private:
   void finish();
   void deliver_done();
   void fail(const caf::error& err);
+  void end_failed_run();
   void end_plan(const std::string& why);
   void record_survivors();
   void end_generation(const std::string& reason);
@@ -159,6 +160,9 @@ private:
   std::deque<std::shared_ptr<pending_checkpoint>> manifests_;
   int snapshots_ = 0;
   bool done_waiting_ = false;
+  // A failed run waits for the checkpoint in flight (a rollback may need it).
+  std::optional<caf::error> failing_;
+  static constexpr auto failed_run_checkpoint_wait = std::chrono::seconds(5);
   // Re-plans: the members outside the plan, and the one under way (a loss
   // abandons it: the step then runs on the failed-over plan).
   int standby_ = 0;

@@ -290,7 +290,9 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
     --snapshots_;
     if (then)
       then(!g->failed);
-    if (snapshots_ == 0 && done_waiting_)
+    if (snapshots_ == 0 && failing_)
+      end_failed_run();
+    else if (snapshots_ == 0 && done_waiting_)
       deliver_done();
   };
   for (const auto& a : owners)

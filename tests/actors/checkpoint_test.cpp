@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
@@ -299,6 +300,25 @@ TEST_CASE(
   b.step = 8;
   b.op = 1;
   o.preemptions = {a, b};
+  // Steps take milliseconds here, and the shards are written at a low priority:
+  // on a busy machine nodes 1 and 2 would die before theirs of step 5 are in,
+  // leaving no complete checkpoint (as it should). Before step 8 the test
+  // lets the writers finish and hand their shards over.
+  o.on_step = [&](const step_record& s) {
+    if (s.step != 7)
+      return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto written = [&] {
+      for (int k = 0; k < cfg.stages; ++k)
+        if (!std::filesystem::exists(checkpoint_step_dir(dir.path(), 5) + "/" +
+                                     "stage-" + std::to_string(k) + ".safetensors"))
+          return false;
+      return true;
+    };
+    while (!written() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200)); // the replies
+  };
   std::vector<std::int64_t> rollbacks;
   o.on_rollback = [&](std::int64_t to, const std::string& why) {
     rollbacks.push_back(to);

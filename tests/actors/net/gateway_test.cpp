@@ -52,7 +52,7 @@ struct joined_member {
 
   void send(const schema::frame& f) { (*worker)->send(gateway, to_wire(f)); }
   void send_bytes(std::vector<std::uint8_t> b) {
-    (*worker)->send(gateway, wire_frame{std::move(b)});
+    (*worker)->send(gateway, wire_frame{std::move(b), {}});
   }
   // The next frame the gateway sends the worker, or nullopt after `timeout`;
   // the manager's heartbeats are counted, not returned.

@@ -55,7 +55,7 @@ struct agent_fixture {
     return out;
   }
   void send(std::vector<std::uint8_t> bytes) {
-    (*manager)->send(agent, wire_frame{std::move(bytes)});
+    (*manager)->send(agent, wire_frame{std::move(bytes), {}});
   }
   // The handshake a real manager of this process would answer `r` with.
   handshake handshake_for(const schema::challenge_request& r) const {
