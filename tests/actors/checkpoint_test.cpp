@@ -163,7 +163,8 @@ TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one,
   CHECK(skipped.size() == 2);
   CHECK(error.find("no complete checkpoint") != std::string::npos);
   CHECK(error.find("all 2 are damaged or incomplete (the newest, step-00000008: "
-                   "stage-1.safetensors does not match the manifest") != std::string::npos);
+                   "stage-1.safetensors does not match the manifest") !=
+        std::string::npos);
 }
 
 TEST_CASE("when the only checkpoint is damaged, --resume says so - why - and how many "
@@ -310,8 +311,8 @@ TEST_CASE(
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     auto written = [&] {
       for (int k = 0; k < cfg.stages; ++k)
-        if (!std::filesystem::exists(checkpoint_step_dir(dir.path(), 5) + "/" +
-                                     "stage-" + std::to_string(k) + ".safetensors"))
+        if (!std::filesystem::exists(checkpoint_step_dir(dir.path(), 5) + "/" + "stage-" +
+                                     std::to_string(k) + ".safetensors"))
           return false;
       return true;
     };
@@ -392,9 +393,15 @@ TEST_CASE("300 crafted manifests are each refused with a reason - never an abort
     state ^= state << 17;
     return state;
   };
-  const std::vector<std::string> nasty{"99999999999999999999999", "-1", "1e308",
-                                       "\"", "\\u0000", "../../etc/passwd",
-                                       "{\"a\":", "]]]]", std::string(4096, '9')};
+  const std::vector<std::string> nasty{"99999999999999999999999",
+                                       "-1",
+                                       "1e308",
+                                       "\"",
+                                       "\\u0000",
+                                       "../../etc/passwd",
+                                       "{\"a\":",
+                                       "]]]]",
+                                       std::string(4096, '9')};
   int refused = 0;
   for (int i = 0; i < 300; ++i) {
     std::string m = original;

@@ -70,11 +70,12 @@ TEST_CASE("a stopped worker is declared lost within period x misses + a tick + 1
   // The stale process is fenced: it leaves, told so by the actors that stood for
   // it (their last word) or by the refusal of its next heartbeat, whichever it
   // reads first.
-  const bool fenced = !run.proc
-                          .wait_for(R"(node 2: leaving: fenced: declared lost|node 2 ends: )"
-                                    R"(node_lost: fenced)",
-                                    20s)
-                          .empty();
+  const bool fenced =
+      !run.proc
+           .wait_for(R"(node 2: leaving: fenced: declared lost|node 2 ends: )"
+                     R"(node_lost: fenced)",
+                     20s)
+           .empty();
   run.finish();
   const auto log = run.proc.log();
   INFO(log);
