@@ -15,6 +15,7 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
+#include "actors/shard_writer.hpp"
 #include "model/checkpoint.hpp"
 #include "tests/run_command.hpp"
 #include "tests/scratch_dir.hpp"
@@ -311,8 +312,8 @@ TEST_CASE(
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     auto written = [&] {
       for (int k = 0; k < cfg.stages; ++k)
-        if (!std::filesystem::exists(checkpoint_step_dir(dir.path(), 5) + "/" + "stage-" +
-                                     std::to_string(k) + ".safetensors"))
+        if (!std::filesystem::exists(checkpoint_step_dir(dir.path(), 5) + "/" +
+                                     shard_file(k)))
           return false;
       return true;
     };
