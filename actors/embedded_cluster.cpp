@@ -77,18 +77,6 @@ std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
   return out;
 }
 
-// After a rollback: as many whole pipelines of S stages as the survivors hold
-// (sharing the micro-batches equally), else one pipeline of a stage each.
-void rollback_shape(train_config& cfg, int alive, const depth_range& depths) {
-  const int pipelines = fit_pipelines(alive, cfg.stages, cfg.micro_batches());
-  if (cfg.pipelines > 1 && pipelines >= 1) {
-    cfg.pipelines = pipelines;
-    return;
-  }
-  cfg.pipelines = 1;
-  cfg.stages = std::min(depths.max, alive);
-}
-
 } // namespace
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
@@ -191,6 +179,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   // or a rollback (a loss shadows cannot cover, with checkpoints) on the
   // survivors.
   auto run_cfg = cfg;
+  const shape_rules rules{cfg.pipelines, cfg.stages, cfg.micro_batches(), depths, false};
   std::vector<int> ids(static_cast<std::size_t>(nodes));
   std::iota(ids.begin(), ids.end(), 0);
   std::uint64_t generation = 1;
@@ -273,7 +262,10 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
       // A re-partition: the layers split anew over the live nodes, from the
       // state every stage saved at the boundary.
       auto failures = replans->finish(); // cumulative
-      run_cfg.stages = plan_depth(static_cast<int>(r.alive.size()), depths);
+      const auto s = next_plan_shape(rules, run_cfg.pipelines,
+                                     static_cast<int>(r.alive.size()), true);
+      run_cfg.pipelines = s.pipelines;
+      run_cfg.stages = s.stages;
       if (door) // an operator's redundancy change
         run_cfg.redundancy = door->controls->wanted_redundancy();
       auto point = failures.size() == replan_failures
@@ -309,21 +301,26 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     writer->finish();
-    rollback_shape(run_cfg, static_cast<int>(r.alive.size()), depths);
+    const auto s = next_plan_shape(rules, run_cfg.pipelines,
+                                   static_cast<int>(r.alive.size()), false);
+    run_cfg.pipelines = s.pipelines;
+    run_cfg.stages = s.stages;
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
       failure = point.error();
       break;
     }
-    resume = *point;
+    resume = *point; // nullptr: step 0, from the seed
+    const std::int64_t to = resume ? resume->step : 0;
+    const int lost = static_cast<int>(ids.size() - r.alive.size());
     renumber();
-    first_event = "rolled back to step " + std::to_string(resume->step);
-    roll_back(total, resume->step);
+    first_event = "rolled back to step " + std::to_string(to);
+    roll_back(total, to, lost);
     log::get("bamboo.manager")
-        ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", resume->step,
+        ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", to,
                run_cfg.coordinates(), describe(failure));
     if (opts.on_rollback)
-      opts.on_rollback(resume->step, describe(failure));
+      opts.on_rollback(to, describe(failure));
   }
   // The last checkpoints are on disk before the run says it is done.
   if (writer)

@@ -120,7 +120,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   // End the old generation: every transfer still waiting on the dead node
   // fails now, not at a transport timeout.
   end_generation("generation " + std::to_string(plan_.generation) + " ended: node " +
-                 std::to_string(node) +
+                 std::to_string(id(node)) +
                  (at_boundary ? " handed its stages over" : " lost"));
   for (int s = 0; s < coordinates(); ++s)
     if (plan_.shadow[s] == node && decision.plan.shadow[s] < 0) {

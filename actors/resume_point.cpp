@@ -51,15 +51,21 @@ checkpoint_at(const train_config& cfg, const std::string& step_dir) {
   return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
 }
 
+namespace {
+
+// The newest intact checkpoint of `dir`, checked against this run; `none_intact`
+// says whether the failure is that none is intact (a rollback then starts over).
 caf::expected<std::shared_ptr<const checkpoint>>
-resume_point(const train_config& cfg, const std::string& dir,
-             const std::shared_ptr<const token_corpus>& corpus, const std::string& what) {
+newest_point(const train_config& cfg, const std::string& dir,
+             const std::shared_ptr<const token_corpus>& corpus, const std::string& what,
+             bool& none_intact) {
   auto logger = log::get("bamboo.checkpoint");
   std::vector<std::string> skipped;
   std::string error;
   auto c = load_latest_checkpoint(dir, skipped, error);
   for (const auto& s : skipped)
     logger->warn("{}", s);
+  none_intact = !c;
   if (!c)
     return make_error(errc::invalid_data, what + ": " + error);
   if (auto other = other_config(cfg, *c))
@@ -81,16 +87,37 @@ resume_point(const train_config& cfg, const std::string& dir,
   return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
 }
 
+} // namespace
+
+caf::expected<std::shared_ptr<const checkpoint>>
+resume_point(const train_config& cfg, const std::string& dir,
+             const std::shared_ptr<const token_corpus>& corpus, const std::string& what) {
+  if (checkpoint_dirs(dir) == 0) {
+    log::get("bamboo.checkpoint")
+        ->info("{}: no checkpoint in {}: starting at step 0", what, dir);
+    return std::shared_ptr<const checkpoint>{};
+  }
+  bool none_intact = false;
+  return newest_point(cfg, dir, corpus, what, none_intact);
+}
+
 caf::expected<std::shared_ptr<const checkpoint>>
 rollback_point(const train_config& cfg, const std::string& dir,
                const std::shared_ptr<const token_corpus>& corpus,
                const caf::error& loss) {
-  auto point = resume_point(cfg, dir, corpus, "rollback");
-  if (!point)
-    return make_error(errc::unrecoverable_failure,
-                      describe(loss) + "; no checkpoint to roll back to (" +
-                          describe(point.error()) + ")");
-  return point;
+  bool none_intact = false;
+  auto point = newest_point(cfg, dir, corpus, "rollback", none_intact);
+  if (point)
+    return point;
+  if (none_intact) {
+    log::get("bamboo.checkpoint")
+        ->warn("{}; step 0 (the seed's initial state) counts as one",
+               describe(point.error()));
+    return std::shared_ptr<const checkpoint>{};
+  }
+  return make_error(errc::unrecoverable_failure, describe(loss) +
+                                                     "; no checkpoint to roll back to (" +
+                                                     describe(point.error()) + ")");
 }
 
 replan_dir::replan_dir(const std::string& checkpoint_dir) {

@@ -28,7 +28,9 @@ struct checkpoint_options {
 // when checkpoints are to be written there.
 std::optional<std::string> check(const checkpoint_options& o);
 
-// `what` names the reason in errors ("--resume", "rollback").
+// `what` names the reason in errors ("--resume", "rollback"). A directory that
+// is missing or holds no checkpoint at all gives nullptr: step 0, whose state is
+// a pure function of the seed (one launch script may always pass --resume).
 caf::expected<std::shared_ptr<const checkpoint>>
 resume_point(const train_config& cfg, const std::string& dir,
              const std::shared_ptr<const token_corpus>& corpus, const std::string& what);
@@ -38,8 +40,10 @@ resume_point(const train_config& cfg, const std::string& dir,
 caf::expected<std::shared_ptr<const checkpoint>>
 checkpoint_at(const train_config& cfg, const std::string& step_dir);
 
-// Where a rollback for `loss` (a loss shadows could not cover) goes on from;
-// else the loss, unrecoverable, saying why no checkpoint would do.
+// Where a rollback for `loss` (a loss shadows could not cover) goes on from:
+// the newest intact checkpoint, else nullptr (step 0, from the seed: it always
+// counts as one); the loss, unrecoverable, only when the directory holds an
+// intact checkpoint this run cannot load (another configuration).
 caf::expected<std::shared_ptr<const checkpoint>>
 rollback_point(const train_config& cfg, const std::string& dir,
                const std::shared_ptr<const token_corpus>& corpus, const caf::error& loss);

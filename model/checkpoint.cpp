@@ -286,6 +286,10 @@ bool has_complete_checkpoint(const std::string& dir) {
   return false;
 }
 
+std::size_t checkpoint_dirs(const std::string& dir) {
+  return listed(dir).size();
+}
+
 std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
                                                  std::vector<std::string>& skipped,
                                                  std::string& error) {

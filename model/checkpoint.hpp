@@ -64,6 +64,9 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
 // Whether `dir` holds a checkpoint with a manifest (not checked further).
 bool has_complete_checkpoint(const std::string& dir);
 
+// How many step directories `dir` holds, complete or not (0 when `dir` is missing).
+std::size_t checkpoint_dirs(const std::string& dir);
+
 // What a checkpoint must share with the run that resumes it (the model, the
 // seed and the global batch: the sample order and every random draw).
 std::string checkpoint_config(const train_config& cfg);

@@ -71,8 +71,10 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     auto r = resume_point(cfg, ck.dir, corpus, "--resume");
     if (!r)
       return r.error();
-    first_step = (*r)->step;
-    resume = checkpoint_step_dir(ck.dir, first_step);
+    if (*r) { // else step 0: no checkpoint there yet
+      first_step = (*r)->step;
+      resume = checkpoint_step_dir(ck.dir, first_step);
+    }
   }
 
   caf::actor_system_config sys_cfg;
@@ -110,10 +112,12 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
       ->info("listening on {}:{}; waiting for {} workers", opts.bind, *bound, wanted);
   if (opts.on_listening)
     opts.on_listening(*bound);
-  auto members = await_members(self, wanted, opts.join_timeout);
-  if (!members) {
+  std::vector<process_member> members;
+  if (!await_members(self, members, wanted, opts.join_timeout)) {
     stop_gateway();
-    return members.error();
+    return make_error(errc::node_lost, std::to_string(members.size()) + " of " +
+                                           std::to_string(wanted) +
+                                           " workers joined in time");
   }
 
   std::shared_ptr<checkpoint_writer> writer;
@@ -138,7 +142,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   // One manager per plan: the first on the first `stages` workers that joined
   // (the others wait as standby), a new one after each re-plan and rollback.
   auto run_cfg = cfg;
-  auto live = std::move(*members); // the plan's members first, then the standby ones
+  auto live = std::move(members); // the plan's members first, then the standby ones
   std::uint64_t generation = 1;
   std::string first_event;
   run_result total;
@@ -220,26 +224,46 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
       total = finish_run(std::move(total), std::move(r));
       break;
     }
+    // The members a re-plan's decision counted on: the survivors and the standby.
+    const int counted = static_cast<int>(r.alive.size()) + standby();
     // The next plan's members: the survivors, then the standby ones, then
     // those that joined meanwhile.
     std::vector<process_member> next;
     for (int n : r.alive)
       if (!lost.count(in_plan.at(static_cast<std::size_t>(n)).id))
         next.push_back(in_plan.at(static_cast<std::size_t>(n)));
+    const int plan_lost = static_cast<int>(in_plan.size() - next.size());
     next.insert(next.end(), live.begin() + planned, live.end());
     update_members(self, next);
     live = std::move(next);
     generation = r.generation + 1;
+    // Members may go (or come) between a plan's end and the next one's start:
+    // the next plan is shaped on those here now, never on those planned for.
+    auto top_up = [&](int needed) {
+      if (static_cast<int>(live.size()) >= needed || opts.replacement_wait.count() <= 0)
+        return;
+      log_manager->info("{} of {} workers left: waiting up to {} ms for new ones",
+                        live.size(), needed, opts.replacement_wait.count());
+      await_members(self, live, needed, opts.replacement_wait);
+    };
+    const shape_rules rules{cfg.pipelines, cfg.stages, cfg.micro_batches(), depths,
+                            opts.auto_pipelines};
+    auto reshape = [&](bool replan) {
+      const auto s = next_plan_shape(rules, run_cfg.pipelines,
+                                     static_cast<int>(live.size()), replan);
+      run_cfg.pipelines = s.pipelines;
+      run_cfg.stages = s.stages;
+    };
     if (replanned) {
       auto failures = replans->finish(); // the manifest is on disk
+      if (failures.size() == replan_failures) {
+        // The shape wanted on every member the decision counted on; those that
+        // went meanwhile are waited for, else the plan takes what is here.
+        const auto wanted = next_plan_shape(rules, run_cfg.pipelines, counted, true);
+        top_up(wanted.pipelines * wanted.stages);
+        reshape(true);
+      }
       if (failures.size() == replan_failures && static_cast<int>(live.size()) >= 2) {
-        const int n = static_cast<int>(live.size());
-        if (opts.auto_pipelines)
-          run_cfg.pipelines =
-              std::max(1, fit_pipelines(n, cfg.stages, cfg.micro_batches()));
-        run_cfg.stages = run_cfg.pipelines > 1
-                             ? cfg.stages
-                             : plan_depth(n / run_cfg.pipelines, depths);
         run_cfg.redundancy = controls->wanted_redundancy(); // an operator's change
         first_step = r.replanned_at;
         resume = checkpoint_step_dir(replans->dir(), first_step);
@@ -256,6 +280,13 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
           opts.on_replan(first_step, r.replan_reason);
         continue;
       }
+      if (failures.size() == replan_failures) {
+        failure = make_error(errc::unrecoverable_failure,
+                             "the plan from step " + std::to_string(r.replanned_at) +
+                                 " has " + std::to_string(live.size()) +
+                                 " worker(s) left, 2 are needed to go on");
+        break;
+      }
       replan_failures = failures.size();
       failure = make_error(errc::unrecoverable_failure,
                            "the state saved for a new plan before step " +
@@ -266,41 +297,23 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     if (auto f = writer->finish(); !f.empty())
       log_manager->warn("{} checkpoint(s) failed", f.size());
-    if (static_cast<int>(live.size()) < cfg.coordinates() &&
-        opts.replacement_wait.count() > 0) {
-      log_manager->info("{} of {} workers left: waiting up to {} ms for new ones",
-                        live.size(), cfg.coordinates(), opts.replacement_wait.count());
-      if (auto more =
-              await_members(self, cfg.coordinates() - static_cast<int>(live.size()),
-                            opts.replacement_wait))
-        live.insert(live.end(), more->begin(), more->end());
-      else
-        update_members(self, live);
-    }
+    top_up(cfg.coordinates());
     if (static_cast<int>(live.size()) < 2) {
       failure = make_error(errc::unrecoverable_failure,
                            describe(failure) + "; " + std::to_string(live.size()) +
                                " worker(s) left, 2 are needed to go on");
       break;
     }
-    {
-      // As many whole pipelines as the survivors hold, else one pipeline of a
-      // stage each.
-      const int n = static_cast<int>(live.size());
-      const int fit = fit_pipelines(n, cfg.stages, cfg.micro_batches());
-      run_cfg.pipelines = cfg.pipelines > 1 || opts.auto_pipelines ? std::max(1, fit) : 1;
-      run_cfg.stages =
-          fit >= 1 && run_cfg.pipelines > 1 ? cfg.stages : std::min(depths.max, n);
-    }
+    reshape(false);
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
     if (!point) {
       failure = point.error();
       break;
     }
-    first_step = (*point)->step;
-    resume = checkpoint_step_dir(ck.dir, first_step);
+    first_step = *point ? (*point)->step : 0; // none intact: step 0, from the seed
+    resume = *point ? checkpoint_step_dir(ck.dir, first_step) : std::string();
     first_event = "rolled back to step " + std::to_string(first_step);
-    roll_back(total, first_step);
+    roll_back(total, first_step, plan_lost);
     log_manager->warn("rolling back to the checkpoint of step {} on {} workers, {} "
                       "stages: {}",
                       first_step, live.size(), run_cfg.stages, describe(failure));

@@ -32,19 +32,15 @@ void remove_member(std::vector<process_member>& members, int id) {
                 members.end());
 }
 
-// Waits until `count` workers joined (and are still there).
-caf::expected<std::vector<process_member>>
-await_members(caf::scoped_actor& self, int count, std::chrono::milliseconds timeout) {
-  std::vector<process_member> members;
+bool await_members(caf::scoped_actor& self, std::vector<process_member>& members,
+                   int count, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto logger = log::get("bamboo.gateway");
   while (static_cast<int>(members.size()) < count) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0)
-      return make_error(errc::node_lost, std::to_string(members.size()) + " of " +
-                                             std::to_string(count) +
-                                             " workers joined in time");
+      return false;
     self->receive(
         [&](joined_atom, int id, caf::actor agent, std::string& zone) {
           members.push_back({id, std::move(agent), std::move(zone)});
@@ -53,7 +49,7 @@ await_members(caf::scoped_actor& self, int count, std::chrono::milliseconds time
         [&](lost_atom, int id) { remove_member(members, id); },
         caf::after(left) >> [] {});
   }
-  return members;
+  return true;
 }
 
 namespace {

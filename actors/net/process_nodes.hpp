@@ -25,16 +25,18 @@ struct process_member {
 
 void remove_member(std::vector<process_member>& members, int id);
 
-// Waits until `count` workers joined (and are still there).
-caf::expected<std::vector<process_member>>
-await_members(caf::scoped_actor& self, int count, std::chrono::milliseconds timeout);
+// Waits until `members` counts `count` live workers (joins added, losses
+// removed as the gateway tells of them); false when the time ran out first, with
+// those that came meanwhile kept.
+bool await_members(caf::scoped_actor& self, std::vector<process_member>& members,
+                   int count, std::chrono::milliseconds timeout);
 
 // Joins and losses the gateway told of while the manager ran.
 void update_members(caf::scoped_actor& self, std::vector<process_member>& members);
 
-// The plan's members: the first P x S live ones, pipeline by pipeline, each
-// pipeline's placed around its ring so that no stage's replica is in its zone
-// where the zones allow it.
+// The plan's members: the first P x S live ones (the caller checks there are
+// that many), pipeline by pipeline, each pipeline's placed around its ring so
+// that no stage's replica is in its zone where the zones allow it.
 std::vector<process_member> plan_members(const std::vector<process_member>& live,
                                          int pipelines, int stages);
 

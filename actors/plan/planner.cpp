@@ -107,8 +107,13 @@ failover_decision plan_failover(const cluster_plan& plan, int node) {
   d.plan.alive[node] = false;
   auto lost = plan.stages_of(node);
   if (lost.size() > 1) {
-    d.fatal = "node " + std::to_string(node) + " ran " + std::to_string(lost.size()) +
-              " stages (it had already taken over a lost neighbour)";
+    std::string list;
+    for (int s : lost)
+      list += (list.empty() ? "" : " and ") + std::to_string(s);
+    // Named by stage: the caller names the node as its records do.
+    d.fatal = "it ran stages " + list +
+              " (it had taken over a lost neighbour's stage from its replica, and no "
+              "other copy of that stage is left)";
     return d;
   }
   for (std::size_t s = 0; s < plan.shadow.size(); ++s)
@@ -224,6 +229,22 @@ int fit_pipelines(int nodes, int stages, int micro_batches) {
   while (p > 1 && micro_batches % p != 0)
     --p;
   return p;
+}
+
+plan_shape next_plan_shape(const shape_rules& r, int current_pipelines, int workers,
+                           bool replan) {
+  const int fit = fit_pipelines(workers, r.stages, r.micro_batches);
+  plan_shape s;
+  if (replan) {
+    s.pipelines = r.auto_pipelines ? std::max(1, fit) : std::max(1, current_pipelines);
+    s.stages = s.pipelines > 1 ? r.stages : plan_depth(workers, r.depths);
+    if (s.pipelines * s.stages <= workers)
+      return s;
+  }
+  s.pipelines = r.pipelines > 1 || r.auto_pipelines ? std::max(1, fit) : 1;
+  s.stages = fit >= 1 && s.pipelines > 1 ? r.stages
+                                         : std::max(1, std::min(r.depths.max, workers));
+  return s;
 }
 
 std::string pipeline_reason(const cluster_plan& plan, int standby, int micro_batches,

@@ -100,6 +100,25 @@ std::string replan_reason(const cluster_plan& plan, const depth_range& depths,
 // `micro_batches` equally: the most that fit and divide them (0 when not one fits).
 int fit_pipelines(int nodes, int stages, int micro_batches);
 
+// The shape of the next plan on `workers` live ones (the runners of both modes
+// share it). A re-plan keeps the pipelines (auto: as many as fit) and takes a
+// depth within the range; a rollback, and a re-plan whose members went between
+// its decision and its start, takes as many whole pipelines of the run's depth
+// as fit (when the run has several), else one pipeline of a stage each (at most
+// depths.max). Never more places than workers, for workers >= 1.
+struct shape_rules {
+  int pipelines = 1; // the run's --pipelines (auto: 1 and auto_pipelines)
+  int stages = 1;    // the run's --stages
+  int micro_batches = 1;
+  depth_range depths; // resolved
+  bool auto_pipelines = false;
+};
+struct plan_shape {
+  int pipelines = 1, stages = 1;
+};
+plan_shape next_plan_shape(const shape_rules& r, int current_pipelines, int workers,
+                           bool replan);
+
 // --pipelines auto, why the cluster should get a new plan at this step
 // boundary (words as replan_reason's), or empty: Bamboo's trigger, `standby`
 // nodes can form another whole pipeline; or, with none standby, a node runs

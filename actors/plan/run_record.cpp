@@ -74,17 +74,19 @@ void add_plan(run_result& run, run_result& plan) {
   plan.steps.clear();
 }
 
-void roll_back(run_result& run, std::int64_t to_step) {
+void roll_back(run_result& run, std::int64_t to_step, int lost) {
   run.steps.erase(std::remove_if(run.steps.begin(), run.steps.end(),
                                  [&](const step_record& s) { return s.step >= to_step; }),
                   run.steps.end());
   ++run.rollbacks;
+  run.rollback_losses += lost;
 }
 
 run_result finish_run(run_result&& run, run_result&& last) {
   last.steps = std::move(run.steps);
   last.failovers = std::move(run.failovers);
   last.rollbacks = run.rollbacks;
+  last.rollback_losses = run.rollback_losses;
   last.replans = run.replans;
   return std::move(last);
 }

@@ -94,8 +94,10 @@ struct run_result {
   std::vector<int> heartbeats;             // per node
   std::uint64_t generation = 0;            // the last one of the run
   std::vector<int> alive;                  // the nodes alive at the end
-  // Rollbacks to a checkpoint, for losses shadows could not cover.
+  // Rollbacks to a checkpoint, for losses shadows could not cover, and the
+  // nodes lost in those losses (survived too, by the rollback).
   int rollbacks = 0;
+  int rollback_losses = 0;
   // Checkpoints not written: "step 4: ...: No space left on device".
   std::vector<std::string> checkpoint_failures;
   // The plan ended before this step for a new one (-1: it did not), and why.
@@ -107,8 +109,8 @@ struct run_result {
 // A run of several plans (each rollback starts one): the records of the plan
 // that just ended join the run's.
 void add_plan(run_result& run, run_result& plan);
-// A rollback to `to_step`: the steps from there on are undone.
-void roll_back(run_result& run, std::int64_t to_step);
+// A rollback to `to_step` after `lost` nodes went: the steps from there on are undone.
+void roll_back(run_result& run, std::int64_t to_step, int lost);
 // The last plan's result (its final state) with the whole run's records.
 run_result finish_run(run_result&& run, run_result&& last);
 

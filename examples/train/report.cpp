@@ -149,9 +149,16 @@ void run_report::summary(const run_result& r) const {
   std::printf("summary: %zu steps, loss %.4f -> %.4f, %.1f samples/s overall\n",
               steps.size(), steps.front().loss, steps.back().loss,
               elapsed_ > 0 ? cfg.global_batch * steps.size() / elapsed_ : 0.0);
-  std::printf("summary: redundancy %s, %zu preemption(s) survived, %d forwards + %d "
+  const std::string by_rollback =
+      r.rollback_losses > 0
+          ? " (" + std::to_string(r.failovers.size()) + " by failover, " +
+                std::to_string(r.rollback_losses) + " by rollback)"
+          : "";
+  std::printf("summary: redundancy %s, %zu preemption(s) survived%s, %d forwards + %d "
               "backwards recomputed (micro-batch passes), mean step %.3f s\n",
-              to_string(cfg.redundancy), r.failovers.size(), fwd, bwd, mean_step);
+              to_string(cfg.redundancy),
+              r.failovers.size() + static_cast<std::size_t>(r.rollback_losses),
+              by_rollback.c_str(), fwd, bwd, mean_step);
   for (const auto& f : r.checkpoint_failures)
     std::printf("summary: checkpoint not written: %s\n", f.c_str());
   const auto& last = steps.back();

@@ -195,14 +195,16 @@ TEST_CASE("when the only checkpoint is damaged, --resume says so - why - and how
         std::string::npos);
 }
 
-TEST_CASE("resuming another configuration, or from no checkpoint, is refused by name",
+TEST_CASE("resuming another configuration is refused by name, and resuming from a "
+          "missing or empty directory starts at step 0",
           "[actors]") {
   const scratch_dir dir;
   auto cfg = small(model_kind::gpt, 2);
   cfg.steps = 4;
-  auto none = run_embedded(cfg, resuming(dir.path()));
-  REQUIRE_FALSE(none);
-  CHECK(describe(none.error()).find("no complete checkpoint") != std::string::npos);
+  const auto straight = train(cfg, {});
+  // One launch script may always pass --resume: nothing there yet is step 0.
+  check_continues(straight, train(cfg, resuming(dir.path() + "/missing")), 0);
+  check_continues(straight, train(cfg, resuming(dir.path())), 0);
   train(cfg, checkpointing(dir.path(), 2));
   auto wider = cfg;
   wider.model.d_model = 64;
@@ -339,6 +341,33 @@ TEST_CASE(
   auto fatal = run_embedded(cfg, o);
   REQUIRE_FALSE(fatal);
   CHECK(describe(fatal.error()).find("unrecoverable_failure") != std::string::npos);
+}
+
+TEST_CASE("a burst of two neighbours before the first checkpoint rolls back to step "
+          "0 - the seed's state - and the run ends with the straight run's losses and "
+          "state",
+          "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 4);
+  cfg.steps = 8;
+  const auto straight = train(cfg, {});
+  auto o = checkpointing(dir.path(), 5); // the first checkpoint would be step 5's
+  preempt_spec a, b;
+  a.node = 1;
+  a.step = 3;
+  b.node = 2;
+  b.step = 3;
+  b.op = 1;
+  o.preemptions = {a, b};
+  std::vector<std::int64_t> rollbacks;
+  o.on_rollback = [&](std::int64_t to, const std::string&) { rollbacks.push_back(to); };
+  const auto r = train(cfg, o);
+  CHECK(rollbacks == std::vector<std::int64_t>{0});
+  CHECK(r.rollbacks == 1);
+  CHECK(r.rollback_losses == 2);
+  check_continues(straight, r, 0);
+  CHECK(r.steps.at(0).event == "rolled back to step 0");
+  CHECK(r.steps.at(0).owners == std::vector<int>{0, 3});
 }
 
 TEST_CASE("a checkpoint whose manifest or tensor file is a symbolic link is refused by "

@@ -119,6 +119,24 @@ TEST_CASE("standby workers (--workers 6, S=4) take over after two non-adjacent k
   CHECK(r.verdict.find("stage owners 0 2 4 5, shadows 5 0 2 4") != std::string::npos);
 }
 
+TEST_CASE("a standby worker killed with a plan member - as a re-plan onto it is decided "
+          "- never leaves a plan with more stages than workers: the run goes on with "
+          "losses identical and a ledger that verifies",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(103);
+  cfg.steps = 12;
+  // Node 4 joined last: the standby. Node 1's loss leaves node 0 with two
+  // stages, so the boundary after step 3 re-plans onto node 4 unless its own
+  // loss is known first; either way the run must go on.
+  const auto r = run_checked(
+      cfg, "standby_lost",
+      {"--workers", "5", "--preempt", "node=1@step=3", "--preempt", "node=4@step=3"},
+      /*same_stages=*/false);
+  CHECK(r.log.find("(-") == std::string::npos); // never a negative standby count
+  CHECK(r.verdict.find("12 steps stand") != std::string::npos);
+}
+
 TEST_CASE("with --min-stages 2 and no standby worker two non-adjacent kills re-partition "
           "the pipeline from 4 stages to 3 then 2, losses identical and a ledger that "
           "verifies",

@@ -167,6 +167,47 @@ TEST_CASE("with no standby node a node running two stages re-partitions the pipe
   CHECK(resolve({2, 0}, 4).max == 4);
 }
 
+TEST_CASE("the next plan's shape never has more places than live workers - whatever "
+          "went between a re-plan's decision and its start",
+          "[actors][plan]") {
+  // The field's case: a re-plan of S=4 onto a standby worker decided on 5, and
+  // 3 left when it starts (once "4 stages (-1 standby)", then an abort).
+  const shape_rules fixed{1, 4, 4, {4, 4}, false};
+  CHECK(next_plan_shape(fixed, 1, 5, true).stages == 4);
+  const auto short_of = next_plan_shape(fixed, 1, 3, true);
+  CHECK(short_of.pipelines == 1);
+  CHECK(short_of.stages == 3); // the re-plan's state loads on any depth
+  // Every rule, every count of workers, re-plan or rollback.
+  for (int P : {1, 2, 3})
+    for (int S : {2, 3, 4})
+      for (int M : {4, 6, 12})
+        for (bool automatic : {false, true})
+          for (int lo = 1; lo <= S; ++lo)
+            for (int hi = S; hi <= S + 2; ++hi) {
+              if ((P > 1 || automatic) && (lo != S || hi != S))
+                continue; // depth ranges re-partition one pipeline only
+              if (M % P != 0)
+                continue; // refused by the configuration's check
+              const shape_rules r{P, S, M, {lo, hi}, automatic};
+              for (int current = 1; current <= P + 1; ++current)
+                for (int n = 1; n <= 14; ++n)
+                  if (M % current == 0) // a running plan shares M equally
+                    for (bool replan : {false, true}) {
+                      const auto s = next_plan_shape(r, current, n, replan);
+                      INFO("P=" << P << " S=" << S << " M=" << M << " auto=" << automatic
+                                << " range " << lo << ".." << hi << " current " << current
+                                << " workers " << n << (replan ? " re-plan" : " rollback")
+                                << ": " << s.pipelines << " x " << s.stages);
+                      CHECK(s.pipelines >= 1);
+                      CHECK(s.stages >= 1);
+                      CHECK(s.pipelines * s.stages <= n);
+                      CHECK(s.stages <= std::max(S, hi));
+                      if (s.pipelines > 1)
+                        CHECK(M % s.pipelines == 0);
+                    }
+            }
+}
+
 TEST_CASE("depth ranges are checked against the run's depth and the model's layers",
           "[actors][plan]") {
   CHECK_FALSE(check_depths({}, 4, 6, 1));
