@@ -126,7 +126,7 @@ void manager_state::start() {
         node_of_[addr] = n;
     nodes_.push_back(h);
     if (h.detector) // else the process's own liveness is watched by the gateway
-      tracker_.watch(n, now);
+      tracker_.watch(n, now, 0); // all in this process: they stall together
   }
   owner_actor_.resize(coordinates);
   shadow_actor_.resize(coordinates);

@@ -42,7 +42,19 @@ void manager_state::lost(int node, failover_cause cause, const std::string& deta
 void manager_state::on_tick() {
   if (finished_)
     return;
-  for (int n : tracker_.expired(clock_type::now(), spec_.heartbeats.timeout()))
+  const auto now = clock_type::now();
+  const auto& hb = spec_.heartbeats;
+  if (auto late = tracker_.tick(now, hb.late_tick()); late.count() > 0)
+    logger_->warn("the manager's tick came {} ms late: this process was paused or "
+                  "starved, so no node's silence counts until now",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(late).count());
+  const bool stalled = !tracker_.stalled(now, hb.timeout()).empty();
+  if (stalled && !stall_said_)
+    logger_->warn("every node of this process is silent for over {} ms while the manager "
+                  "runs: a stall (a loaded machine), not a loss, unless it lasts {} ms",
+                  hb.timeout().count(), hb.progress.count());
+  stall_said_ = stalled;
+  for (int n : tracker_.expired(now, hb.timeout(), hb.progress))
     lost(n, failover_cause::missed_heartbeats, "");
   carry_out_orders();
   if (paused_ && !recovering_)

@@ -126,6 +126,7 @@ private:
   std::vector<stage_actor> shadow_actor_; // stage -> actor holding its replica
   std::vector<stage_actor> extra_actors_; // shadows created after failovers
   heartbeat_tracker tracker_;
+  bool stall_said_ = false; // a stall of this process's nodes, logged once
   step_ledger ledger_;
   std::int64_t step_ = 0;
   clock_type::time_point step_start_;

@@ -155,7 +155,14 @@ void gateway_state::on_down(const caf::down_msg& dm) {
 
 void gateway_state::on_tick() {
   const auto now = clock_type::now();
-  for (int node : tracker_.expired(now, spec_.heartbeats.timeout()))
+  const auto& hb = spec_.heartbeats;
+  // The gateway's own pause (its process stopped or starved) is nobody's silence.
+  if (auto late = tracker_.tick(now, hb.late_tick()); late.count() > 0)
+    logger_->warn(
+        "the gateway's tick came {} ms late: this process was paused or starved, "
+        "so no member's silence counts until now",
+        std::chrono::duration_cast<std::chrono::milliseconds>(late).count());
+  for (int node : tracker_.expired(now, hb.timeout(), hb.timeout()))
     for (auto& [p, n] : members_)
       if (n == node) {
         auto victim = p;

@@ -121,9 +121,10 @@ void gateway_state::handle(const schema::join_request& j) {
   tracker_.watch(node, clock_type::now());
   logger_->info("node {} joined (zone '{}', version {})", node, j.zone, j.version);
   spec_.board->on_join(node, j.zone);
-  reply(schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
-                            static_cast<std::uint32_t>(spec_.heartbeats.period.count()),
-                            static_cast<std::uint32_t>(spec_.heartbeats.misses)});
+  reply(
+      schema::join_accept{static_cast<std::uint32_t>(node), 1, spec_.store_port,
+                          static_cast<std::uint32_t>(spec_.heartbeats.period.count()),
+                          static_cast<std::uint32_t>(spec_.heartbeats.manager_misses())});
   if (spec_.listener)
     self_->send(spec_.listener, joined_atom::value, node,
                 caf::actor_cast<caf::actor>(sender), j.zone);

@@ -17,6 +17,7 @@ struct train_options::strings {
   std::string pipelines = "1";
   int heartbeat_ms = 0;
   double progress_timeout_s = 30;
+  double manager_timeout_s = 10;
 };
 
 train_options::train_options(CLI::App& app, cli_options& o)
@@ -100,6 +101,13 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "has done of the step before it is declared lost")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  s_->manager_timeout_s =
+      std::chrono::duration<double>(o.run.heartbeats.manager_timeout).count();
+  app.add_option("--manager-timeout-s", s_->manager_timeout_s,
+                 "how long a worker waits on a silent manager (stopped, or cut off) "
+                 "before it leaves; a closed connection is noticed at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--checkpoint-dir", o.run.checkpoints.dir,
                  "directory of checkpoints (one step-NNNNNNNN/ each)");
   app.add_option("--checkpoint-every", o.run.checkpoints.every,
@@ -147,6 +155,8 @@ std::optional<std::string> train_options::finish() {
   o_.run.heartbeats.period = std::chrono::milliseconds(s_->heartbeat_ms);
   o_.run.heartbeats.progress =
       std::chrono::milliseconds(static_cast<long>(s_->progress_timeout_s * 1000));
+  o_.run.heartbeats.manager_timeout =
+      std::chrono::milliseconds(static_cast<long>(s_->manager_timeout_s * 1000));
   o_.run.collect_digests = !o_.digests.empty();
   o_.run.transport =
       s_->transport == "gloo" ? transport_kind::gloo : transport_kind::local;

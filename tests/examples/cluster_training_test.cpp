@@ -397,11 +397,12 @@ TEST_CASE("workers leave a manager killed with kill -9 or stopped with kill -STO
   INFO((stop ? "kill -STOP" : "kill -9"));
   scratch_dir work;
   const auto ledger = work.file("ledger.txt");
-  // 200 ms x 5 misses: the manager is lost after 1 s of silence.
+  // 200 ms x 5 misses, and the manager is lost after 1 s of silence (the
+  // default waits 10 s: a manager paused for a few seconds loses nobody).
   process_run run(cfg, stop ? "stopped" : "killed",
                   {"--checkpoint-dir", work.file("ckpt"), "--checkpoint-every", "5",
-                   "--heartbeat-ms", "200", "--heartbeat-misses", "5", "--restarts", "1",
-                   "--ledger", ledger});
+                   "--heartbeat-ms", "200", "--heartbeat-misses", "5",
+                   "--manager-timeout-s", "1", "--restarts", "1", "--ledger", ledger});
   std::vector<pid_t> workers;
   for (int n = 0; n < cfg.stages; ++n)
     workers.push_back(run.pid_of(n));
