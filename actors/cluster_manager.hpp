@@ -64,9 +64,17 @@ struct manager_spec {
   std::shared_ptr<run_controls> controls;
   // Where the manager says what it is doing, for bamboo-inspect. Null: nowhere.
   std::shared_ptr<actor_board> actors;
+  // Non-zero (a signal's number, SIGTERM say): the run stops at the next step
+  // boundary, with a checkpoint of it when checkpoints are written; a step
+  // that does not finish within stop_deadline is abandoned. Polled; may be unset.
+  std::function<int()> stop_signal;
 };
 
-// (train_atom) -> (done_atom) once all steps committed, or an error
+// How long a stop waits for the step in flight.
+inline constexpr std::chrono::seconds stop_deadline{10};
+
+// (train_atom) -> (done_atom) once all steps committed (or a stop signal ended
+// the run early: run_result::stopped_by), or an error
 // (errc::unrecoverable_failure when shadows cannot cover a loss; the result's
 // `alive` then says which nodes survived).
 // (done_atom) also when the plan ended at a step boundary for a new one

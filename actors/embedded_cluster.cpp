@@ -121,7 +121,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     resume = *r;
   }
   std::shared_ptr<checkpoint_writer> writer;
-  if (ck.every > 0) {
+  if (!ck.dir.empty()) {
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
     if (opts.on_checkpoint)
       writer->on_written(opts.on_checkpoint);
@@ -239,6 +239,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     spec.first_event = first_event;
     spec.replans = replans;
     spec.depths = depths;
+    spec.stop_signal = opts.stop_signal;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
     {
@@ -294,8 +295,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
                                std::to_string(r.replanned_at) +
                                " cannot be loaded: " + describe(point.error()));
     }
+    const bool stopping = opts.stop_signal && opts.stop_signal() != 0;
     if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure) ||
-        r.alive.empty()) {
+        r.alive.empty() || stopping) {
       total = finish_run(std::move(total), std::move(r));
       break;
     }

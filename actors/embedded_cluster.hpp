@@ -38,8 +38,8 @@ struct run_options {
   heartbeat_policy heartbeats;
   transport_kind transport = transport_kind::local; // gloo: real sockets on 127.0.0.1
   // Checkpoints: every `every` steps into `dir` (keeping the newest `keep`, 0
-  // for all); `resume` starts from the newest complete one there, on any
-  // number of stages.
+  // for all), and of the last step of every run with a `dir`; `resume` starts
+  // from the newest complete one there, on any number of stages.
   checkpoint_options checkpoints;
   // Re-partitioning: when a node runs two stages after a failover, the next
   // step boundary splits the layers anew over the live nodes, a stage each,
@@ -49,6 +49,10 @@ struct run_options {
   // bamboo-inspect may attach (bamboo-train --inspect-port): the observers'
   // endpoint, with pause, resume, checkpoint, redundancy and node commands.
   inspect_options inspect;
+  // Polled by the manager: non-zero (a signal's number) stops the run at the
+  // next step boundary, checkpointed when there is a checkpoint directory
+  // (run_result::stopped_by). May be unset.
+  std::function<int()> stop_signal;
 };
 
 // Validates cfg, loads the data, partitions the model and trains cfg.steps steps.

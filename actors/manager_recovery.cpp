@@ -57,6 +57,9 @@ void manager_state::on_tick() {
   for (int n : tracker_.expired(now, hb.timeout(), hb.progress))
     lost(n, failover_cause::missed_heartbeats, "");
   carry_out_orders();
+  check_stop(now);
+  if (finished_)
+    return;
   if (paused_ && !recovering_)
     begin_step(); // resumes if the operator said so
   self_->delayed_send(self_, spec_.heartbeats.period, tick_atom::value);

@@ -82,6 +82,9 @@ private:
   void maybe_resync(int stage);
   bool hand_off();
   void maybe_finish_step();
+  int stop_wanted() const { return spec_.stop_signal ? spec_.stop_signal() : 0; }
+  void end_at_boundary(int signal);
+  void check_stop(clock_type::time_point now);
   void snapshot(const std::shared_ptr<checkpoint_writer>& writer,
                 std::function<void(bool written)> then = {});
   void submit_manifests(checkpoint_writer& writer);
@@ -178,8 +181,9 @@ private:
     std::string detail;
   };
   std::vector<held_loss> held_losses_;
-  std::int64_t last_checkpoint_ = -1; // the step of the last snapshot taken
-  bool redundancy_waits_ = false;     // a change asked for and logged as waiting
+  std::int64_t last_checkpoint_ = -1;               // the step of the last snapshot taken
+  std::optional<clock_type::time_point> stop_seen_; // a stop signal, first seen
+  bool redundancy_waits_ = false; // a change asked for and logged as waiting
   actor_board::entry row_;
 };
 

@@ -234,12 +234,54 @@ void manager_state::maybe_finish_step() {
   logger_->debug("step {} committed: loss {:.6f}", step_, rec.loss);
   if (spec_.on_step)
     spec_.on_step(rec);
-  if (++step_ >= cfg.steps) {
-    finish();
+  ++step_;
+  if (step_ >= cfg.steps || stop_wanted()) {
+    end_at_boundary(step_ >= cfg.steps ? 0 : stop_wanted());
     return;
   }
   maybe_checkpoint(spec_.checkpoint_every > 0 && step_ % spec_.checkpoint_every == 0);
   begin_step();
+}
+
+// The run ends at this boundary (the last step, or a stop signal): with a
+// checkpoint of it wherever checkpoints go, so the end is always resumable.
+void manager_state::end_at_boundary(int signal) {
+  if (signal != 0) {
+    logger_->warn("stopping after step {} on signal {}", step_ - 1, signal);
+    spec_.result->stopped_by = signal;
+  }
+  if (spec_.checkpoints && last_checkpoint_ != step_) {
+    last_checkpoint_ = step_;
+    snapshot(spec_.checkpoints);
+  }
+  finish();
+}
+
+// A stop signal during a step: the step in flight gets stop_deadline to
+// finish (its boundary then ends the run); one held at a boundary (paused)
+// ends at once; past the deadline the step is abandoned, no checkpoint taken.
+void manager_state::check_stop(clock_type::time_point now) {
+  const int signal = stop_wanted();
+  if (signal == 0 || finished_ || !promise_.pending())
+    return;
+  if (!stop_seen_) {
+    stop_seen_ = now;
+    logger_->info("signal {}: the run stops after step {} (waiting at most {} s for it)",
+                  signal, step_, stop_deadline.count());
+  }
+  if (paused_ && !recovering_) {
+    end_at_boundary(signal);
+    return;
+  }
+  if (now - *stop_seen_ < stop_deadline)
+    return;
+  logger_->warn("step {} did not finish within {} s of signal {}: abandoned", step_,
+                stop_deadline.count(), signal);
+  spec_.result->stopped_by = signal;
+  spec_.result->stopped_abandoned = true;
+  end_generation("the run stops"); // unblock waiting stages
+  finished_ = true;
+  deliver_done();
 }
 
 // The boundary's checkpoint: every `checkpoint_every` steps, or when an

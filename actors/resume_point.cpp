@@ -18,7 +18,7 @@ std::optional<std::string> check(const checkpoint_options& o) {
     return "--checkpoint-every and --resume need --checkpoint-dir";
   if (o.every < 0 || o.keep < 0)
     return "--checkpoint-every and --keep must not be negative";
-  if (o.every > 0) {
+  if (!o.dir.empty()) { // the run's last step is checkpointed there too
     std::error_code ec;
     std::filesystem::create_directories(o.dir, ec);
     if (ec || !std::filesystem::is_directory(o.dir))

@@ -121,7 +121,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   }
 
   std::shared_ptr<checkpoint_writer> writer;
-  if (ck.every > 0) {
+  if (!ck.dir.empty()) {
     writer = std::make_shared<checkpoint_writer>(ck.dir, ck.keep);
     writer->on_written([board, hook = opts.on_checkpoint](std::int64_t step,
                                                           const std::string& at) {
@@ -188,6 +188,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     spec.auto_pipelines = opts.auto_pipelines;
     spec.controls = controls;
     spec.actors = actors;
+    spec.stop_signal = opts.stop_signal;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
     // Until the plan ends: the members that join or leave meanwhile are the
@@ -218,8 +219,9 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     auto& r = *spec.result;
     add_plan(total, r);
     const bool replanned = !failure && r.replanned_at >= 0;
+    const bool stopping = opts.stop_signal && opts.stop_signal() != 0;
     const bool fallback =
-        failure && writer && is_error(failure, errc::unrecoverable_failure);
+        failure && writer && !stopping && is_error(failure, errc::unrecoverable_failure);
     if (!replanned && !fallback) {
       total = finish_run(std::move(total), std::move(r));
       break;

@@ -80,6 +80,9 @@ struct cluster_options {
   std::function<void(std::int64_t to_step, const std::string& why)> on_rollback;
   // A new plan starts at `step` (nothing is undone), on the caller's thread.
   std::function<void(std::int64_t step, const std::string& why)> on_replan;
+  // Polled: non-zero (a signal's number) stops the run at the next step
+  // boundary, checkpointed with a checkpoint directory (run_result::stopped_by).
+  std::function<int()> stop_signal;
 };
 
 // Errors as run_embedded's, plus errc::transport_failure when the port cannot

@@ -104,6 +104,11 @@ struct run_result {
   std::int64_t replanned_at = -1;
   std::string replan_reason;
   int replans = 0; // of the whole run
+  // A stop signal ended the run before its last step (its number; 0: none):
+  // `steps` ends at the last committed step, and `stopped_abandoned` says the
+  // step in flight then did not finish in time (no checkpoint of the boundary).
+  int stopped_by = 0;
+  bool stopped_abandoned = false;
 };
 
 // A run of several plans (each rollback starts one): the records of the plan

@@ -172,10 +172,16 @@ int manager_main(int argc, char** argv, std::shared_ptr<const model_definition> 
     report.on_step(r);
     status::emit("committed " + std::to_string(r.step));
   };
+  // SIGTERM or SIGINT: the step in flight finishes, the boundary is
+  // checkpointed, the workers are let go; a second one ends the process at once.
+  process::install_graceful_stop();
+  c.stop_signal = [] { return process::stop_signal(); };
   auto result = run_cluster(o.cfg, c);
   if (!result)
     return app::failure_status("bamboo-manager", result.error());
   report.summary(*result);
+  if (result->stopped_by != 0)
+    return app::stopped_status("bamboo-manager", *result, c.checkpoints.dir);
   return report.write_digests("bamboo-manager", *result) && report.written() ? 0 : 1;
 }
 

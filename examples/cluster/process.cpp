@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,7 +18,25 @@ volatile std::sig_atomic_t received = 0;
 extern "C" void on_stop_signal(int sig) {
   received = sig;
 }
+void (*volatile graceful_cleanup)() = nullptr;
+extern "C" void on_graceful_stop(int sig) {
+  if (received != 0) { // the second: no more waiting
+    if (graceful_cleanup)
+      graceful_cleanup();
+    ::_exit(128 + sig);
+  }
+  received = sig;
+}
 } // namespace
+
+void install_graceful_stop(void (*cleanup)()) {
+  graceful_cleanup = cleanup;
+  struct sigaction sa {};
+  sa.sa_handler = on_graceful_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 void install_stop_handlers() {
   std::signal(SIGINT, on_stop_signal);

@@ -15,6 +15,10 @@ namespace bamboo::process {
 // signal with its default action.
 void install_stop_handlers();
 int stop_signal(); // 0 while none arrived
+// The same for a run that stops at its next step boundary on the first signal
+// (stop_signal() turns non-zero): a second one ends the process at once with
+// status 128 + its number, after `cleanup` (async-signal-safe) when given.
+void install_graceful_stop(void (*cleanup)() = nullptr);
 
 // This host's address on the route to `host` (numeric, as the kernel would pick
 // it: a UDP socket "connected" there sends nothing); nullopt and `why` otherwise.

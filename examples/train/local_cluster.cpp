@@ -24,10 +24,16 @@ namespace bamboo::app {
 
 namespace {
 
-volatile sig_atomic_t interrupted = 0;
+// The first SIGINT or SIGTERM is passed on to the manager (it stops after the
+// step in flight, with a checkpoint); a second one ends everything at once.
+volatile sig_atomic_t interrupted = 0, interrupts = 0;
 extern "C" void on_interrupt(int sig) {
   interrupted = sig;
+  interrupts = interrupts + 1;
 }
+// How long a stopping manager gets: the step in flight (10 s at most), the
+// checkpoint's files and the workers' leave.
+constexpr std::chrono::seconds stop_grace{30};
 
 // Whole lines from a descriptor, as they come.
 class line_reader {
@@ -306,10 +312,31 @@ int run_local_cluster(const local_cluster_options& lo) {
     std::chrono::steady_clock::time_point orphaned_at;
     bool unresponsive = false;
     code = -1;
-    while (!interrupted) {
+    std::optional<clock::time_point> stopping; // since the signal was passed on
+    for (;;) {
+      if (interrupted && !stopping) {
+        stopping = clock::now();
+        std::printf("bamboo-train: signal %d: bamboo-manager stops after the step in "
+                    "flight (a second signal ends every process at once)\n",
+                    static_cast<int>(interrupted));
+        std::fflush(stdout);
+        manager->signal(SIGTERM);
+      }
+      if (interrupts >= 2 || (stopping && clock::now() - *stopping > stop_grace))
+        break; // the manager is killed below
       if (auto st = manager->poll()) {
         code = *st;
         break;
+      }
+      if (stopping) { // no more faults nor workers: drain the output
+        pollfd pfds[2] = {{out.read, POLLIN, 0}, {events.read, POLLIN, 0}};
+        if (poll(pfds, 2, 50) > 0) {
+          if (pfds[0].revents & POLLIN)
+            out_lines.drain(relay);
+          if (pfds[1].revents & POLLIN)
+            event_lines.drain([](const std::string&) {});
+        }
+        continue;
       }
       replay(std::chrono::steady_clock::now());
       for (auto it = replacements.begin(); it != replacements.end();)

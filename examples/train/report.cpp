@@ -3,11 +3,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include "actors/errors.hpp"
 #include "actors/plan/sample_ledger.hpp"
 #include "examples/cluster/status.hpp"
+#include "model/checkpoint.hpp"
 #include "model/data.hpp"
 
 namespace bamboo::app {
@@ -227,6 +229,24 @@ int failure_status(const char* program, const caf::error& err) {
       ours && (code == errc::invalid_config || code == errc::invalid_data);
   status::say(std::string(program) + ": error: " + describe(err));
   return bad_input ? 2 : 1;
+}
+
+int stopped_status(const char* program, const run_result& r,
+                   const std::string& checkpoint_dir) {
+  const std::int64_t next = r.steps.empty() ? 0 : r.steps.back().step + 1;
+  std::string where = "no checkpoint (no --checkpoint-dir)";
+  if (!checkpoint_dir.empty()) {
+    const auto dir = checkpoint_step_dir(checkpoint_dir, next);
+    where = std::filesystem::exists(std::filesystem::path(dir) / "manifest.json")
+                ? "its checkpoint: " + dir + " (--resume goes on from there)"
+                : "no checkpoint of that step; --resume takes the newest in " +
+                      checkpoint_dir;
+  }
+  status::say(
+      std::string(program) + ": stopped by signal " + std::to_string(r.stopped_by) +
+      (r.stopped_abandoned ? " (the step in flight did not finish in time)" : "") +
+      " after step " + std::to_string(next - 1) + "; " + where);
+  return 128 + r.stopped_by;
 }
 
 } // namespace bamboo::app

@@ -49,4 +49,10 @@ private:
 // input, 1 otherwise.
 int failure_status(const char* program, const caf::error& err);
 
+// A run a stop signal ended early (r.stopped_by): says after which step, and
+// where its checkpoint is (`checkpoint_dir` empty: none is written); returns
+// 128 + the signal's number, as the signal itself would have.
+int stopped_status(const char* program, const run_result& r,
+                   const std::string& checkpoint_dir);
+
 } // namespace bamboo::app

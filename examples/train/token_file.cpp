@@ -16,6 +16,8 @@ namespace bamboo::app {
 
 namespace {
 
+extern "C" void remove_and_reraise(int sig);
+
 // What a signal handler removes: fixed buffers, set before the handler can
 // run (async-signal-safe: unlink and rmdir only).
 constexpr int max_dirs = 4;
@@ -24,13 +26,7 @@ char cleanup_dirs[max_dirs][512];
 volatile sig_atomic_t cleanup_used[max_dirs];
 
 extern "C" void remove_and_reraise(int sig) {
-  for (int i = 0; i < max_dirs; ++i) {
-    if (!cleanup_used[i])
-      continue;
-    ::unlink(cleanup_files[i][0]);
-    ::unlink(cleanup_files[i][1]);
-    ::rmdir(cleanup_dirs[i]);
-  }
+  remove_token_files_now();
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -92,6 +88,16 @@ std::string write_token(const std::string& path, std::string token) {
 }
 
 } // namespace
+
+void remove_token_files_now() {
+  for (int i = 0; i < max_dirs; ++i) {
+    if (!cleanup_used[i])
+      continue;
+    ::unlink(cleanup_files[i][0]);
+    ::unlink(cleanup_files[i][1]);
+    ::rmdir(cleanup_dirs[i]);
+  }
+}
 
 token_file::token_file(const std::string& token, const std::string& operator_token) {
   dir_ = (base_dir() / "bamboo-token-XXXXXX").string();

@@ -33,6 +33,10 @@ private:
   std::string dir_, path_, token_, operator_path_, operator_token_;
 };
 
+// Removes every live token_file's files now (async-signal-safe: for a signal
+// handler that ends the process at once).
+void remove_token_files_now();
+
 // A run's tokens: the user's where given (a file, else $BAMBOO_TOKEN and
 // $BAMBOO_OPERATOR_TOKEN), fresh ones else, written to a token_file that the
 // run's children and bamboo-inspect read. Null after printing why.

@@ -11,6 +11,7 @@
 
 #include "actors/embedded_cluster.hpp"
 #include "examples/cluster/child_process.hpp"
+#include "examples/cluster/process.hpp"
 #include "examples/programs/main.hpp"
 #include "examples/train/cli.hpp"
 #include "examples/train/local_cluster.hpp"
@@ -120,7 +121,11 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
   app::run_report report(*opts);
   if (!report.open("bamboo-train"))
     return 2;
+  // SIGTERM or SIGINT: the step in flight finishes, the boundary is
+  // checkpointed; a second one ends the process at once.
+  process::install_graceful_stop(app::remove_token_files_now);
   run_options run = opts->run;
+  run.stop_signal = [] { return process::stop_signal(); };
   std::unique_ptr<app::token_file> token; // what bamboo-inspect proves
   if (run.inspect.enabled) {
     token = app::run_tokens(opts->token_file, opts->operator_token_file);
@@ -145,6 +150,8 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
   if (!result)
     return app::failure_status("bamboo-train", result.error());
   report.summary(*result);
+  if (result->stopped_by != 0)
+    return app::stopped_status("bamboo-train", *result, run.checkpoints.dir);
   return report.write_digests("bamboo-train", *result) && report.written() ? 0 : 1;
 }
 

@@ -58,6 +58,14 @@ run_options checkpointing(const std::string& dir, int every) {
   return o;
 }
 
+// What a run stopped before its end leaves: every checkpoint but the one of
+// its last step (written at the end of every run with a checkpoint directory).
+void without_last(const std::string& dir, const train_config& cfg) {
+  const auto last = checkpoint_step_dir(dir, cfg.steps);
+  REQUIRE(std::filesystem::exists(last + "/manifest.json"));
+  std::filesystem::remove_all(last);
+}
+
 run_options resuming(const std::string& dir) {
   run_options o;
   o.checkpoints.dir = dir;
@@ -102,6 +110,7 @@ TEST_CASE("a run resumed from its step-6 checkpoint equals the straight 10-step 
       const auto straight = train(cfg, {});
       // Same options as the straight run, plus a checkpoint at step 6.
       train(cfg, checkpointing(dir.path(), 6));
+      without_last(dir.path(), cfg);
       CHECK(std::filesystem::exists(dir.path() + "/step-00000006/manifest.json"));
       CHECK_FALSE(std::filesystem::exists(dir.path() + "/step-00000003"));
       check_continues(straight, train(cfg, resuming(dir.path())), 6);
@@ -115,6 +124,7 @@ TEST_CASE("a checkpoint written with 4 stages resumes on 2 and on 1 with the 4-s
   const scratch_dir dir;
   const auto cfg = small(model_kind::gpt, 4);
   const auto straight = train(cfg, checkpointing(dir.path(), 5));
+  without_last(dir.path(), cfg);
   for (int stages : {2, 1}) {
     DYNAMIC_SECTION(stages << " stages") {
       auto resumed = train(small(model_kind::gpt, stages), resuming(dir.path()));
@@ -133,10 +143,10 @@ TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one,
   auto o = checkpointing(dir.path(), 2);
   o.checkpoints.keep = 2;
   const auto straight = train(cfg, o);
-  // Steps 2, 4, 6 and 8 were written; the newest two are kept.
-  CHECK_FALSE(std::filesystem::exists(dir.path() + "/step-00000004"));
-  CHECK(std::filesystem::exists(dir.path() + "/step-00000006/manifest.json"));
-  const auto latest = dir.path() + "/step-00000008/stage-1.safetensors";
+  // Steps 2, 4, 6, 8 and the last, 10, were written; the newest two are kept.
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/step-00000006"));
+  CHECK(std::filesystem::exists(dir.path() + "/step-00000008/manifest.json"));
+  const auto latest = dir.path() + "/step-00000010/stage-1.safetensors";
   {
     std::fstream f(latest, std::ios::in | std::ios::out | std::ios::binary);
     f.seekg(-5, std::ios::end);
@@ -150,20 +160,26 @@ TEST_CASE("a damaged latest checkpoint is skipped for the previous complete one,
   std::string error;
   auto c = load_latest_checkpoint(dir.path(), skipped, error);
   REQUIRE(c);
-  CHECK(c->step == 6);
+  CHECK(c->step == 8);
   REQUIRE(skipped.size() == 1);
   CHECK(
-      skipped[0].find("step-00000008: stage-1.safetensors does not match the manifest") !=
+      skipped[0].find("step-00000010: stage-1.safetensors does not match the manifest") !=
       std::string::npos);
-  check_continues(straight, train(cfg, resuming(dir.path())), 6);
+  { // resumed from a copy: the run writes its last step's checkpoint anew
+    const scratch_dir copy;
+    std::filesystem::copy(dir.path(), copy.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+    check_continues(straight, train(cfg, resuming(copy.path())), 8);
+  }
 
   // An interrupted write (no manifest) is not a checkpoint either.
-  std::filesystem::remove(dir.path() + "/step-00000006/manifest.json");
+  std::filesystem::remove(dir.path() + "/step-00000008/manifest.json");
   skipped.clear();
   CHECK_FALSE(load_latest_checkpoint(dir.path(), skipped, error));
   CHECK(skipped.size() == 2);
   CHECK(error.find("no complete checkpoint") != std::string::npos);
-  CHECK(error.find("all 2 are damaged or incomplete (the newest, step-00000008: "
+  CHECK(error.find("all 2 are damaged or incomplete (the newest, step-00000010: "
                    "stage-1.safetensors does not match the manifest") !=
         std::string::npos);
 }
@@ -174,7 +190,8 @@ TEST_CASE("when the only checkpoint is damaged, --resume says so - why - and how
   const scratch_dir dir;
   auto cfg = small(model_kind::gpt, 2);
   cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 4)); // step 4 only
+  train(cfg, checkpointing(dir.path(), 4)); // step 4 and the last
+  without_last(dir.path(), cfg);
   const auto file = dir.path() + "/step-00000004/stage-0.safetensors";
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
@@ -270,13 +287,16 @@ TEST_CASE("a checkpoint that does not fit on the disk is reported in one line, t
   cfg.steps = 6;
   auto o = checkpointing(disk, 2);
   o.checkpoints.keep = 1;
-  // About 680 KiB a checkpoint: step 2's fits, step 4's beside it does not.
+  // About 680 KiB a checkpoint: step 2's fits, step 4's beside it does not,
+  // nor the last step's (6).
   const auto r = train(cfg, o);
   REQUIRE(r.steps.size() == 6);
-  REQUIRE(r.checkpoint_failures.size() == 1);
-  INFO(r.checkpoint_failures[0]);
+  REQUIRE(r.checkpoint_failures.size() == 2);
+  INFO(r.checkpoint_failures[0] << "\n" << r.checkpoint_failures[1]);
   CHECK(r.checkpoint_failures[0].find("step 4: ") == 0);
-  CHECK(r.checkpoint_failures[0].find("No space left on device") != std::string::npos);
+  CHECK(r.checkpoint_failures[1].find("step 6: ") == 0);
+  for (const auto& f : r.checkpoint_failures)
+    CHECK(f.find("No space left on device") != std::string::npos);
   for (const auto& e : std::filesystem::recursive_directory_iterator(disk))
     CHECK(e.path().extension() != ".tmp"); // a failed write leaves nothing half-done
   std::vector<std::string> skipped;
@@ -284,8 +304,9 @@ TEST_CASE("a checkpoint that does not fit on the disk is reported in one line, t
   auto c = load_latest_checkpoint(disk, skipped, error);
   REQUIRE(c);
   CHECK(c->step == 2);
-  REQUIRE(skipped.size() == 1); // step 4's files without a manifest
-  CHECK(skipped[0].find("no manifest") != std::string::npos);
+  REQUIRE(skipped.size() == 2); // step 6's and step 4's files without a manifest
+  for (const auto& why : skipped)
+    CHECK(why.find("no manifest") != std::string::npos);
 }
 
 TEST_CASE(
@@ -376,7 +397,8 @@ TEST_CASE("a checkpoint whose manifest or tensor file is a symbolic link is refu
   const scratch_dir dir, elsewhere;
   auto cfg = small(model_kind::gpt, 2);
   cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 2)); // steps 2 and 4
+  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
+  without_last(dir.path(), cfg);
   namespace fs = std::filesystem;
   const auto newest = dir.path() + "/step-00000004";
   // The same bytes, but through a link: a writer of the directory could point
@@ -408,7 +430,8 @@ TEST_CASE("300 crafted manifests are each refused with a reason - never an abort
   const scratch_dir dir;
   auto cfg = small(model_kind::gpt, 2);
   cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 2)); // steps 2 and 4
+  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
+  without_last(dir.path(), cfg);
   const auto manifest = dir.path() + "/step-00000004/manifest.json";
   std::string original;
   {

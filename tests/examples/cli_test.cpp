@@ -58,13 +58,8 @@ TEST_CASE("bamboo-train rejects bad input in one line with exit status 2", "[exa
   check_rejected("--resume", "need --checkpoint-dir");
   check_rejected("--checkpoint-dir " + dir.path() + " --checkpoint-every 0",
                  "--checkpoint-every");
-  check_rejected("--checkpoint-dir " + dir.path() + " --resume --steps 1",
-                 "no complete checkpoint");
   check_rejected("--checkpoint-dir /etc/passwd/ckpt --checkpoint-every 2",
                  "cannot create the directory /etc/passwd/ckpt");
-  check_rejected("--processes --stages 2 --steps 1 --checkpoint-dir " + dir.path() +
-                     " --resume",
-                 "no complete checkpoint");
   check_rejected("--processes --stages 4 --workers 3", "--workers 3 is below --stages 4");
   check_rejected("--processes --stages 2 --steps 3 --join step=3", "past the run");
   check_rejected("--processes --stages 2 --join step=1,count=0", "C from 1 to 64");

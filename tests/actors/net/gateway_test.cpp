@@ -185,7 +185,9 @@ TEST_CASE("the gateway heartbeats to every member at the heartbeat period, and s
   CHECK(m.manager_beats >= 5);
   CHECK(m.manager_beats <= 11);
   CHECK(m.accept.heartbeat_ms == m.policy.period.count());
-  CHECK(m.accept.heartbeat_misses == static_cast<std::uint32_t>(m.policy.misses));
+  CHECK(m.accept.heartbeat_misses ==
+        static_cast<std::uint32_t>(m.policy.manager_misses()));
+  CHECK(m.accept.heartbeat_misses * m.policy.period >= m.policy.manager_timeout);
 }
 
 TEST_CASE("the gateway refuses a second join of a member and a join that claims another "
