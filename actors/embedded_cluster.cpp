@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <thread>
 
 #include <caf/all.hpp>
 
@@ -56,13 +57,23 @@ private:
   std::vector<int> ids_;
 };
 
-// The planned kills that have not fired, on the survivors, renumbered as the
-// new plan numbers them (survivors[i] becomes node i).
-std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
-                                        const std::vector<int>& survivors) {
-  std::vector<preempt_spec> out;
+// The planned kills that have not fired. The first `named` name a node
+// (--preempt node=N): on the survivors, renumbered as the new plan numbers
+// them (survivors[i] becomes node i). The others are drawn (rate=R): they hit
+// whichever node holds that place, replacements too.
+struct planned_kills {
+  std::vector<preempt_spec> kills;
+  std::size_t named = 0;
+};
+
+planned_kills pending_kills(const preemption_injector& inj, std::size_t named,
+                            const std::vector<int>& survivors) {
+  planned_kills out;
+  std::vector<preempt_spec> drawn;
   auto fired = inj.fired();
-  for (const auto& k : inj.planned()) {
+  const auto& all = inj.planned();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& k = all[i];
     auto f = std::find_if(fired.begin(), fired.end(), [&](const auto& x) {
       return x.spec.node == k.node && x.spec.step == k.step && x.spec.op == k.op;
     });
@@ -70,10 +81,17 @@ std::vector<preempt_spec> pending_kills(const preemption_injector& inj,
       fired.erase(f);
       continue;
     }
+    if (i >= named) {
+      drawn.push_back(k);
+      continue;
+    }
     auto at = std::find(survivors.begin(), survivors.end(), k.node);
-    if (at != survivors.end())
-      out.push_back({static_cast<int>(at - survivors.begin()), k.step, k.op});
+    if (at != survivors.end()) {
+      out.kills.push_back({static_cast<int>(at - survivors.begin()), k.step, k.op});
+    }
   }
+  out.named = out.kills.size(); // named first, as the next injector takes them
+  out.kills.insert(out.kills.end(), drawn.begin(), drawn.end());
   return out;
 }
 
@@ -131,7 +149,9 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   std::shared_ptr<checkpoint_writer> replans;
   std::size_t replan_failures = 0;
   const bool inspect = opts.inspect.enabled;
-  if (depths.min < cfg.stages || inspect) { // an operator may change the redundancy
+  const bool replacing = opts.replace_after.count() >= 0;
+  // Re-plans: a re-partition, an operator's redundancy change, a replacement node.
+  if (depths.min < cfg.stages || inspect || replacing) {
     replan_files.emplace(ck.dir);
     if (!replan_files->problem().empty())
       return make_error(errc::checkpoint_failed, replan_files->problem());
@@ -171,6 +191,7 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   } close_door{door};
 
   auto kills = opts.preemptions;
+  std::size_t named_kills = kills.size();
   const int ops = static_cast<int>(
       make_schedule(0, cfg.stages, cfg.pipeline_micro_batches(), cfg.redundancy).size());
   for (const auto& k : poisson_kills(opts.preempt_rate, cfg.steps, nodes, ops, cfg.seed))
@@ -186,6 +207,12 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   std::string first_event;
   run_result total;
   caf::error failure;
+  // Replacement nodes: when each killed node's is due, and those ready that no
+  // plan holds yet (standby), named from `next_id` on.
+  using clock = std::chrono::steady_clock;
+  std::vector<clock::time_point> due;
+  int standby = 0, next_id = nodes;
+  auto logger = log::get("bamboo.manager");
   for (;;) {
     node_resources res;
     res.cfg = run_cfg;
@@ -240,31 +267,75 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     spec.replans = replans;
     spec.depths = depths;
     spec.stop_signal = opts.stop_signal;
+    spec.standby = standby;
     auto manager = spawn_manager(sys, spec);
     failure = caf::error{};
+    std::size_t replaced = 0; // this plan's kills given a replacement
+    // Each kill's replacement is due replace_after later; those due now join
+    // the standby ones. True when any did.
+    auto take_replacements = [&] {
+      if (!replacing || !spec.injector)
+        return false;
+      const auto fired = spec.injector->fired();
+      for (; replaced < fired.size(); ++replaced)
+        due.push_back(fired[replaced].at + opts.replace_after);
+      const auto now = clock::now();
+      const auto ready =
+          std::partition(due.begin(), due.end(), [&](auto t) { return t > now; });
+      if (ready == due.end())
+        return false;
+      standby += static_cast<int>(due.end() - ready);
+      due.erase(ready, due.end());
+      logger->info("a replacement node is ready ({} standby)", standby);
+      return true;
+    };
     {
       caf::scoped_actor self{sys};
-      self->request(manager, caf::infinite, train_atom::value)
-          .receive([](done_atom) {}, [&](caf::error& err) { failure = std::move(err); });
+      self->send(manager, train_atom::value);
+      bool running = true;
+      self->receive_while(running)([&](done_atom) { running = false; },
+                                   [&](caf::error& err) {
+                                     failure = std::move(err);
+                                     running = false;
+                                   },
+                                   caf::after(opts.heartbeats.period) >>
+                                       [&] {
+                                         if (take_replacements())
+                                           self->send(manager, standby_atom::value,
+                                                      standby);
+                                       });
     }
+    take_replacements(); // the plan's last kills too
     auto& r = *spec.result;
     add_plan(total, r);
-    // Survivors' kills and names, as the next plan numbers them.
+    // Survivors' kills and names, as the next plan numbers them; then standby
+    // replacements for the places the plan has beyond them (survivors beyond
+    // its places wait as standby).
     auto renumber = [&] {
-      if (spec.injector)
-        kills = pending_kills(*spec.injector, r.alive);
+      if (spec.injector) {
+        auto next = pending_kills(*spec.injector, named_kills, r.alive);
+        kills = std::move(next.kills);
+        named_kills = next.named;
+      }
       std::vector<int> next_ids;
       for (int n : r.alive)
         next_ids.push_back(ids.at(static_cast<std::size_t>(n)));
       ids = std::move(next_ids);
+      const auto places = static_cast<std::size_t>(run_cfg.coordinates());
+      for (; ids.size() < places && standby > 0; --standby)
+        ids.push_back(next_id++);
+      if (ids.size() > places) {
+        standby += static_cast<int>(ids.size() - places);
+        ids.resize(places);
+      }
       generation = r.generation + 1;
     };
+    const int workers = static_cast<int>(r.alive.size()) + standby;
     if (!failure && r.replanned_at >= 0) {
       // A re-partition: the layers split anew over the live nodes, from the
       // state every stage saved at the boundary.
       auto failures = replans->finish(); // cumulative
-      const auto s = next_plan_shape(rules, run_cfg.pipelines,
-                                     static_cast<int>(r.alive.size()), true);
+      const auto s = next_plan_shape(rules, run_cfg.pipelines, workers, true);
       run_cfg.pipelines = s.pipelines;
       run_cfg.stages = s.stages;
       if (door) // an operator's redundancy change
@@ -283,9 +354,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
         if (door)
           door->board->event("a new plan from step " + std::to_string(r.replanned_at) +
                              ": " + r.replan_reason);
-        log::get("bamboo.manager")
-            ->info("a new plan from step {} on {} nodes, {} stages: {}", r.replanned_at,
-                   r.alive.size(), run_cfg.stages, r.replan_reason);
+        logger->info("a new plan from step {} on {} nodes, {} stages: {}", r.replanned_at,
+                     ids.size(), run_cfg.stages, r.replan_reason);
         continue;
       }
       replan_failures = failures.size();
@@ -296,15 +366,27 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
                                " cannot be loaded: " + describe(point.error()));
     }
     const bool stopping = opts.stop_signal && opts.stop_signal() != 0;
+    // No survivor: a replacement on its way carries the run on from the checkpoint.
+    if (r.alive.empty() && standby == 0 && !due.empty() && failure && writer &&
+        !stopping) {
+      const auto first = *std::min_element(due.begin(), due.end());
+      logger->warn(
+          "no node survived: waiting {} ms for a replacement",
+          std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                first - clock::now())
+                                .count()));
+      std::this_thread::sleep_until(first);
+      take_replacements();
+    }
     if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure) ||
-        r.alive.empty() || stopping) {
+        (r.alive.empty() && standby == 0) || stopping) {
       total = finish_run(std::move(total), std::move(r));
       break;
     }
     // The fallback: the survivors, a stage each, from the newest checkpoint.
     writer->finish();
     const auto s = next_plan_shape(rules, run_cfg.pipelines,
-                                   static_cast<int>(r.alive.size()), false);
+                                   static_cast<int>(r.alive.size()) + standby, false);
     run_cfg.pipelines = s.pipelines;
     run_cfg.stages = s.stages;
     auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
@@ -318,9 +400,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
     renumber();
     first_event = "rolled back to step " + std::to_string(to);
     roll_back(total, to, lost);
-    log::get("bamboo.manager")
-        ->warn("rolling back to the checkpoint of step {} on {} nodes: {}", to,
-               run_cfg.coordinates(), describe(failure));
+    logger->warn("rolling back to the checkpoint of step {} on {} nodes: {}", to,
+                 run_cfg.coordinates(), describe(failure));
     if (opts.on_rollback)
       opts.on_rollback(to, describe(failure));
   }

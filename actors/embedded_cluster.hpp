@@ -35,6 +35,11 @@ struct run_options {
   std::function<void(std::int64_t step, const std::string& dir)> on_checkpoint;
   std::vector<preempt_spec> preemptions; // injected kills
   double preempt_rate = 0;               // plus seeded Poisson kills per 100 steps
+  // A killed node's replacement (a new spot instance) is ready this long after
+  // the kill (negative: never): a standby node, which the next step boundary
+  // takes into the plan where a node runs two stages or the pipeline is
+  // shallower than --stages, as with worker processes.
+  std::chrono::milliseconds replace_after{-1};
   heartbeat_policy heartbeats;
   transport_kind transport = transport_kind::local; // gloo: real sockets on 127.0.0.1
   // Checkpoints: every `every` steps into `dir` (keeping the newest `keep`, 0

@@ -70,16 +70,31 @@ std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path,
 
 constexpr std::size_t manifest_limit = 1u << 20;
 
+// A step number as a manifest or a directory name writes it: decimal digits
+// only, no sign, no junk, within int64.
+std::optional<std::int64_t> strict_step(const std::string& text) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(text);
+}
+
+// step-00000006 -> 6
+std::optional<std::int64_t> step_of_dir(const std::string& name) {
+  const std::string prefix = "step-";
+  if (name.rfind(prefix, 0) != 0)
+    return std::nullopt;
+  return strict_step(name.substr(prefix.size()));
+}
+
 // Checkpoint directories, newest first.
 std::vector<std::pair<std::int64_t, std::string>> listed(const std::string& dir) {
   std::vector<std::pair<std::int64_t, std::string>> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const auto name = e.path().filename().string();
-    long long step = -1;
-    if (e.is_directory() && std::sscanf(name.c_str(), "step-%lld", &step) == 1 &&
-        step >= 0)
-      out.emplace_back(step, e.path().string());
+    const auto step = step_of_dir(e.path().filename().string());
+    if (step && e.is_directory())
+      out.emplace_back(*step, e.path().string());
   }
   std::sort(out.rbegin(), out.rend());
   return out;
@@ -233,12 +248,20 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
     return std::nullopt;
   }
   checkpoint c;
-  try {
-    c.step = std::stoll(field("step"));
-  } catch (const std::exception&) {
-    error = "manifest: no step";
+  // The step, strictly a decimal number, and the one its directory is named
+  // after: an edited step would run one step's state as another's.
+  const auto step = strict_step(field("step"));
+  if (!step) {
+    error = "manifest: the step '" + field("step") + "' is not a step number";
     return std::nullopt;
   }
+  const auto named = step_of_dir(fs::path(path).filename().string());
+  if (!named || *named != *step) {
+    error = "manifest: step " + std::to_string(*step) + " in the directory " +
+            fs::path(path).filename().string();
+    return std::nullopt;
+  }
+  c.step = *step;
   c.config = field("config");
   const auto files = split_names(field("files"));
   if (files.empty()) {

@@ -122,8 +122,9 @@ train_options::train_options(CLI::App& app, cli_options& o)
                  "for new workers to bring the cluster back to --stages")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--replace-after-s", o.replace_after_s,
-                 "with --processes: start a new worker this long after each --preempt "
-                 "kill (a replacement spot instance)")
+                 "a killed node's replacement (a new spot instance) is ready this long "
+                 "after the kill: a new worker process with --processes, a new node "
+                 "embedded; it takes a stage at the next step boundary")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--workers", o.workers,
                  "across processes: workers to wait for before the first step (default "
@@ -155,6 +156,9 @@ std::optional<std::string> train_options::finish() {
   o_.run.heartbeats.period = std::chrono::milliseconds(s_->heartbeat_ms);
   o_.run.heartbeats.progress =
       std::chrono::milliseconds(static_cast<long>(s_->progress_timeout_s * 1000));
+  if (o_.replace_after_s >= 0)
+    o_.run.replace_after =
+        std::chrono::milliseconds(static_cast<long>(o_.replace_after_s * 1000));
   o_.run.heartbeats.manager_timeout =
       std::chrono::milliseconds(static_cast<long>(s_->manager_timeout_s * 1000));
   o_.run.collect_digests = !o_.digests.empty();

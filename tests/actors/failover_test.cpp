@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "actors/embedded_cluster.hpp"
 #include "actors/errors.hpp"
 #include "model/schedule.hpp"
 #include "tests/actors/embedded_runs.hpp"
+#include "tests/scratch_dir.hpp"
 
 using namespace bamboo;
 using bamboo::test::run;
@@ -294,4 +296,61 @@ TEST_CASE("a depth range that cannot hold the run is refused by name", "[actors]
              Catch::Contains("--max-stages 5 is above the model's 4 layers"));
   CHECK_THAT(refused(2, 3), Catch::Contains("--stages 4 is outside --min-stages 2 to "
                                             "--max-stages 3"));
+}
+
+TEST_CASE("in embedded mode a killed node's replacement joins at a step boundary and "
+          "takes the second stage off the overloaded node - losses and state bit for bit",
+          "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  cfg.steps = 12;
+  const auto ref = run(cfg);
+  run_options o;
+  o.collect_parameters = true;
+  o.preemptions = {{1, 3, 2}};
+  o.replace_after = std::chrono::milliseconds(50);
+  // Steps take milliseconds here: step 4 waits until the replacement is surely
+  // ready (the runner looks every heartbeat period).
+  o.on_step = [](const step_record& s) {
+    if (s.step == 4)
+      std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  };
+  std::vector<std::int64_t> replans;
+  o.on_replan = [&](std::int64_t step, const std::string&) { replans.push_back(step); };
+  auto r = run_embedded(cfg, o);
+  REQUIRE(r);
+  REQUIRE(r->failovers.size() == 1);
+  REQUIRE(replans.size() == 1);
+  CHECK(replans[0] >= 5);
+  CHECK(replans[0] <= 7);
+  const auto& last = r->steps.back();
+  INFO("owners at the end: " << last.owners[0] << " " << last.owners[1] << " "
+                             << last.owners[2] << " " << last.owners[3]);
+  CHECK(last.owners == std::vector<int>{0, 2, 3, 4}); // node 4 is the replacement
+  CHECK(same_bits(ref, *r));
+}
+
+TEST_CASE("embedded Poisson preemptions at 20 per 100 steps with checkpoints and "
+          "replacements run to the end with the fault-free losses",
+          "[actors]") {
+  auto cfg = failover_config(redundancy_mode::lazy);
+  cfg.steps = 60;
+  const auto ref = run(cfg);
+  const test::scratch_dir dir;
+  run_options o;
+  o.collect_parameters = true;
+  o.preempt_rate = 20;
+  o.checkpoints.dir = dir.path();
+  o.checkpoints.every = 5;
+  o.replace_after = std::chrono::milliseconds(0);
+  // Steps of ~1 ms: each gives the runner a look at the ready replacements.
+  o.on_step = [](const step_record&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  };
+  auto r = run_embedded(cfg, o);
+  REQUIRE(r);
+  INFO(r->failovers.size() << " failovers, " << r->rollbacks << " rollbacks, "
+                           << r->rollback_losses << " nodes lost to rollbacks, "
+                           << r->replans << " re-plans");
+  CHECK(r->failovers.size() + r->rollback_losses >= 6);
+  CHECK(same_bits(ref, *r));
 }
