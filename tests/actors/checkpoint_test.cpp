@@ -535,10 +535,10 @@ TEST_CASE("300 crafted manifests are each refused with a reason - never an abort
       REQUIRE(skipped.size() == 1);
       CHECK(skipped[0].find("step-00000004: ") != std::string::npos);
       CHECK(skipped[0].size() > std::string("step-00000004: ; skipped").size());
-    } else { // a harmless edit (white space, a field nobody reads): step 4 as it was
+    } else { // white space, a field nobody reads, or the configuration (which a
+             // resume checks against its run's): step 4's tensors as they were
       INFO(m);
       CHECK(c->step == 4);
-      CHECK(c->config == intact->config);
       CHECK(c->tensors == intact->tensors);
     }
   }
