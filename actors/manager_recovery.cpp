@@ -45,8 +45,9 @@ void manager_state::on_tick() {
   const auto now = clock_type::now();
   const auto& hb = spec_.heartbeats;
   if (auto late = tracker_.tick(now, hb.late_tick()); late.count() > 0)
-    logger_->warn("the manager's tick came {} ms late: this process was paused or "
-                  "starved, so no node's silence counts until now",
+    logger_->warn("the manager's tick came {} ms after the previous one: this process "
+                  "was paused or starved, and that much of every node's silence is "
+                  "forgiven",
                   std::chrono::duration_cast<std::chrono::milliseconds>(late).count());
   const bool stalled = !tracker_.stalled(now, hb.timeout()).empty();
   if (stalled && !stall_said_)

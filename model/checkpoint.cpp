@@ -70,8 +70,8 @@ std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path,
 
 constexpr std::size_t manifest_limit = 1u << 20;
 
-// A step number as a manifest or a directory name writes it: decimal digits
-// only, no sign, no junk, within int64.
+// A step number (or a count) as a manifest or a directory name writes it:
+// decimal digits only, no sign, no junk, within int64.
 std::optional<std::int64_t> strict_step(const std::string& text) {
   if (text.empty() || text.size() > 18 ||
       text.find_first_not_of("0123456789") != std::string::npos)
@@ -273,7 +273,15 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
       error = "manifest: a file name that is not plain: " + file;
       return std::nullopt;
     }
-    auto bytes = read_bytes((fs::path(path) / file).string(), &why);
+    // Its size is the manifest's before a byte is read: a crafted or sparse
+    // file of 200 GB is refused, not allocated.
+    const auto size = strict_step(field(file + ".bytes"));
+    if (!size) {
+      error = "manifest: no size of " + file;
+      return std::nullopt;
+    }
+    auto bytes = read_bytes((fs::path(path) / file).string(), &why,
+                            static_cast<std::size_t>(*size));
     if (!bytes) {
       error = why == "missing or unreadable" ? "no " + file : file + ": " + why;
       return std::nullopt;
@@ -296,6 +304,14 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
         error = file + ": tensor " + t.name + " is in two files";
         return std::nullopt;
       }
+  }
+  // The files hold what the manifest counted (a file dropped from its list is
+  // not a smaller checkpoint).
+  const auto counted = strict_step(field("tensors"));
+  if (!counted || static_cast<std::size_t>(*counted) != c.tensors.size()) {
+    error = "manifest: " + std::to_string(c.tensors.size()) +
+            " tensors in its files, and it counts '" + field("tensors") + "'";
+    return std::nullopt;
   }
   return c;
 }

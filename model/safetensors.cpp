@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -357,12 +359,15 @@ bool write_file_atomically(const std::string& path,
 
 bool write_file_atomically(const std::string& path, const std::vector<byte_span>& parts,
                            std::string* sha256, std::string& error) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh, uniquely named temporary file (O_EXCL): a name planted in a shared
+  // directory, a symbolic link say, is never opened, let alone truncated.
+  std::string tmp = path + ".XXXXXX.tmp";
+  int fd = ::mkostemps(tmp.data(), 4, O_CLOEXEC);
   if (fd < 0) {
     error = "cannot create " + tmp + ": " + std::strerror(errno);
     return false;
   }
+  ::fchmod(fd, 0644); // mkostemps makes it 0600: as readable as a plain file
   // Hashed as written: one pass over the snapshot, no copy of the file in memory.
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> md(EVP_MD_CTX_new(),
                                                         EVP_MD_CTX_free);

@@ -159,8 +159,8 @@ void gateway_state::on_tick() {
   // The gateway's own pause (its process stopped or starved) is nobody's silence.
   if (auto late = tracker_.tick(now, hb.late_tick()); late.count() > 0)
     logger_->warn(
-        "the gateway's tick came {} ms late: this process was paused or starved, "
-        "so no member's silence counts until now",
+        "the gateway's tick came {} ms after the previous one: this process was "
+        "paused or starved, and that much of every member's silence is forgiven",
         std::chrono::duration_cast<std::chrono::milliseconds>(late).count());
   for (int node : tracker_.expired(now, hb.timeout(), hb.timeout()))
     for (auto& [p, n] : members_)

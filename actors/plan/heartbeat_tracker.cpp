@@ -5,7 +5,7 @@
 namespace bamboo {
 
 void heartbeat_tracker::watch(int node, clock::time_point now, int group) {
-  nodes_[node] = entry{now, clock::duration{0}, 0, group, now};
+  nodes_[node] = entry{now, clock::duration{0}, 0, group, clock::duration{0}};
 }
 
 heartbeat_tracker::clock::duration heartbeat_tracker::tick(clock::time_point now,
@@ -15,7 +15,7 @@ heartbeat_tracker::clock::duration heartbeat_tracker::tick(clock::time_point now
   if (gap <= late)
     return clock::duration{0};
   for (auto& [node, e] : nodes_) // the pause is no node's silence
-    e.paused = now;
+    e.paused += gap - late;
   return gap;
 }
 
@@ -50,6 +50,7 @@ void heartbeat_tracker::seen(int node, clock::time_point now) {
   if (e.beats > 0)
     e.max_gap = std::max(e.max_gap, now - e.last);
   e.last = now;
+  e.paused = clock::duration{0};
   ++e.beats;
 }
 

@@ -62,8 +62,10 @@ public:
   void forget(int node);
   void seen(int node, clock::time_point now);
   // The watcher's periodic check: when it comes more than `late` after the
-  // previous one the watcher was paused, the silence was its own, and every
-  // node's silence counts from now. Returns how late it was (zero: on time).
+  // previous one the watcher was paused, and that much of every node's silence
+  // (the gap less `late`) was its own. Returns the gap when late (zero: on
+  // time). Only the excess is forgiven: a watcher whose every tick is late (a
+  // loaded machine) still finds a node that stopped, after `misses` ticks.
   clock::duration tick(clock::time_point now, clock::duration late);
   // Watched nodes silent for longer than `timeout`; a group silent as a whole
   // only once silent for longer than `stall_timeout` as well.
@@ -83,8 +85,9 @@ private:
     clock::duration max_gap{0};
     int beats = 0;
     int group = -1;
-    clock::time_point paused; // the watcher's last pause: silence counts from here
-    clock::time_point silent_since() const { return std::max(last, paused); }
+    // The watcher's pauses since the last heartbeat: no silence of the node's.
+    clock::duration paused{0};
+    clock::time_point silent_since() const { return last + paused; }
   };
   // group -> the newest heartbeat of its nodes, for groups silent as a whole.
   std::map<int, clock::time_point> silent_groups(clock::time_point now,

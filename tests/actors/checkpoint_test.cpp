@@ -456,6 +456,27 @@ TEST_CASE("a manifest whose step was edited - to another step or with junk after
   }
 }
 
+TEST_CASE("a sparse 200 GB shard is refused by its size before a byte is read - never "
+          "an abort - and the checkpoint before it is used",
+          "[actors]") {
+  const scratch_dir dir;
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
+  without_last(dir.path(), cfg);
+  const auto shard = dir.path() + "/step-00000004/stage-1.safetensors";
+  std::filesystem::resize_file(shard, 200ull << 30); // sparse: no disk used
+  std::vector<std::string> skipped;
+  std::string error;
+  auto c = load_latest_checkpoint(dir.path(), skipped, error);
+  REQUIRE(c);
+  CHECK(c->step == 2);
+  REQUIRE(skipped.size() == 1);
+  INFO(skipped[0]);
+  CHECK(skipped[0].find("stage-1.safetensors: of 214748364800 bytes") !=
+        std::string::npos);
+}
+
 TEST_CASE("300 crafted manifests are each refused with a reason - never an abort - and "
           "the intact checkpoint before them is used",
           "[actors]") {

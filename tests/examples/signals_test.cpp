@@ -211,3 +211,59 @@ TEST_CASE("SIGTERM to the --processes launcher stops the manager after the step 
   }
   check_resumed(straight, stopped, resumed);
 }
+
+TEST_CASE("an embedded run stopped with kill -STOP for 5 s loses no node and completes "
+          "with the uninterrupted losses bit for bit (default deadlines)",
+          "[examples]") {
+  no_leftovers guard;
+  scratch_dir work;
+  const int steps = 300;
+  const auto straight_csv = work.file("straight.csv");
+  {
+    child straight(work, "straight", small_run(4, steps, straight_csv), test_token);
+    REQUIRE(straight.wait_exit(300s) == 0);
+  }
+  const auto paused_csv = work.file("paused.csv");
+  child run(work, "paused", small_run(4, steps, paused_csv), test_token);
+  REQUIRE_FALSE(run.wait_for(R"(\(20/)", 60s).empty());
+  REQUIRE(run.signal(SIGSTOP));
+  std::this_thread::sleep_for(5s);
+  REQUIRE(run.signal(SIGCONT));
+  const int status = run.wait_exit(300s);
+  const auto log = run.log();
+  INFO(log);
+  CHECK(status == 0);
+  CHECK(log.find("lost in step") == std::string::npos);
+  CHECK(log.find("came 5") != std::string::npos); // the manager's late tick, 5xxx ms
+  const auto straight = read_metrics(straight_csv);
+  const auto paused = read_metrics(paused_csv);
+  REQUIRE(paused.losses.size() == straight.losses.size());
+  for (std::size_t k = 0; k < straight.losses.size(); ++k) {
+    INFO("step " << k);
+    CHECK(paused.losses[k] == straight.losses[k]);
+  }
+}
+
+TEST_CASE("the manager of a --processes run stopped with kill -STOP for 2 s loses no "
+          "worker and the run completes with the fault-free losses bit for bit (default "
+          "deadlines)",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(132);
+  cfg.steps = 200;
+  const auto expected = embedded_reference(cfg);
+  process_run run(cfg, "manager_paused");
+  const auto manager = run.proc.wait_for(R"(bamboo-manager \(pid (\d+)\) listens)", 20s);
+  REQUIRE_FALSE(manager.empty());
+  run.wait_steps(10);
+  REQUIRE(::kill(std::stoi(manager), SIGSTOP) == 0);
+  std::this_thread::sleep_for(2s);
+  REQUIRE(::kill(std::stoi(manager), SIGCONT) == 0);
+  const int status = run.proc.wait_exit(300s);
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(status == 0);
+  CHECK(log.find("lost in step") == std::string::npos);
+  CHECK(log.find("node_lost") == std::string::npos);
+  check_losses(read_metrics(run.metrics), expected);
+}

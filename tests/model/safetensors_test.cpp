@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -109,6 +113,22 @@ TEST_CASE("truncated, corrupted and inconsistent safetensors files are refused i
           "overlaps another tensor");
 }
 
+TEST_CASE("a symbolic link planted where a temporary file was named is never followed",
+          "[model]") {
+  const scratch_dir dir, elsewhere;
+  const auto victim = elsewhere.file("victim");
+  std::ofstream(victim) << "untouched";
+  const auto path = dir.file("stage-0.safetensors");
+  std::filesystem::create_symlink(victim, path + ".tmp");
+  std::string error;
+  REQUIRE(write_safetensors(path, sample_file(), error));
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  CHECK(text == "untouched");
+  CHECK(std::filesystem::is_symlink(path + ".tmp")); // left as planted
+}
+
 TEST_CASE("a failed write leaves the previous file whole and no temporary behind",
           "[model]") {
   const scratch_dir dir;
@@ -116,12 +136,27 @@ TEST_CASE("a failed write leaves the previous file whole and no temporary behind
   std::string error;
   REQUIRE(write_safetensors(path, sample_file(), error));
   const auto before = bytes_of(path);
-  // A directory where the temporary file would go: its creation fails.
-  REQUIRE(std::system(("mkdir -p " + path + ".tmp").c_str()) == 0);
-  CHECK_FALSE(write_safetensors(path, safetensors_file{}, error));
-  CHECK(error.find("cannot create") != std::string::npos);
+  // A write that fails midway (a file size limit of 16 bytes).
+  {
+    rlimit old{};
+    REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    const auto sigxfsz = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit tiny{16, old.rlim_max};
+    REQUIRE(setrlimit(RLIMIT_FSIZE, &tiny) == 0);
+    const bool written = write_safetensors(path, sample_file(), error);
+    setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, sigxfsz);
+    CHECK_FALSE(written);
+  }
+  CHECK(error.find("cannot write") != std::string::npos);
   CHECK(bytes_of(path) == before);
-  REQUIRE(std::system(("rmdir " + path + ".tmp").c_str()) == 0);
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    INFO(e.path());
+    CHECK(e.path().filename() == "keep.safetensors");
+    ++files;
+  }
+  CHECK(files == 1);
   CHECK_FALSE(
       write_safetensors(dir.file("no/such/dir/x.safetensors"), sample_file(), error));
   CHECK(bytes_of(path) == before);
