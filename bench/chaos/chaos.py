@@ -298,7 +298,11 @@ def drive(c, bindir, work, log):
     if 'window' in c:
         with open(os.path.join(work, 'trace.csv'), 'w') as f:
             f.write('\n'.join(c['window']['lines']) + '\n')
+    # token directories go under the scratch dir, so a killed launcher leaves none behind
+    xdg = os.path.join(os.path.dirname(work), 'xdg')
+    os.makedirs(xdg, mode=0o700, exist_ok=True)
     proc = subprocess.Popen(['nice', '-n', '5'] + command(c, bindir), cwd=work,
+                            env=dict(os.environ, XDG_RUNTIME_DIR=xdg),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True, text=True,
                             errors='replace', bufsize=1)
@@ -410,7 +414,7 @@ def read_digests(path):
         return [(row['role'], row['name'], row['count'], row['digest']) for row in csv.DictReader(f)]
 
 
-def compare(c, work, ref):
+def compare(c, work, ref, exited):
     bad = []
     try:
         rows = read_losses(os.path.join(work, 'metrics.csv'))
@@ -424,6 +428,10 @@ def compare(c, work, ref):
     missing = sorted(set(want) - {k for k, _ in rows})
     if missing:
         bad.append(f'{len(missing)} step(s) never committed, first {missing[0]}')
+    elif not exited:
+        bad.append(f'all {len(want)} steps had committed')
+    if not exited:
+        return bad        # no final state to compare
     try:
         got = read_digests(os.path.join(work, 'digests.csv'))
     except (OSError, KeyError) as e:
@@ -554,7 +562,7 @@ def main():
                 tail = (v.stdout + v.stderr).strip().splitlines()[-1:] or ['']
                 bad.append(f'bamboo-ledger verify exit {v.returncode}: {tail[0]}')
             try:
-                bad += compare(c, work, reference(c, a.bin, scratch, cache))
+                bad += compare(c, work, reference(c, a.bin, scratch, cache), rc == 0 and not timed_out)
             except RuntimeError as e:
                 bad.append(str(e))
             repro = (f'python3 {os.path.relpath(__file__, os.getcwd())} --bin {a.bin} '

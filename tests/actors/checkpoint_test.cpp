@@ -66,6 +66,21 @@ void without_last(const std::string& dir, const train_config& cfg) {
   std::filesystem::remove_all(last);
 }
 
+// A 6-step run's checkpoints of steps 2 and 4 in `dir` (as if stopped before
+// its last step's): the newest, 4, to tamper with, and 2 to fall back on.
+void checkpoints_2_and_4(const std::string& dir) {
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  train(cfg, checkpointing(dir, 2));
+  without_last(dir, cfg);
+}
+
+// The text of a file.
+std::string text_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 run_options resuming(const std::string& dir) {
   run_options o;
   o.checkpoints.dir = dir;
@@ -395,10 +410,7 @@ TEST_CASE("a checkpoint whose manifest or tensor file is a symbolic link is refu
           "name - and the one before it is used",
           "[actors]") {
   const scratch_dir dir, elsewhere;
-  auto cfg = small(model_kind::gpt, 2);
-  cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
-  without_last(dir.path(), cfg);
+  checkpoints_2_and_4(dir.path());
   namespace fs = std::filesystem;
   const auto newest = dir.path() + "/step-00000004";
   // The same bytes, but through a link: a writer of the directory could point
@@ -428,16 +440,9 @@ TEST_CASE("a manifest whose step was edited - to another step or with junk after
           "is refused by name, and the checkpoint before it is used",
           "[actors]") {
   const scratch_dir dir;
-  auto cfg = small(model_kind::gpt, 2);
-  cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
-  without_last(dir.path(), cfg);
+  checkpoints_2_and_4(dir.path());
   const auto manifest = dir.path() + "/step-00000004/manifest.json";
-  std::string original;
-  {
-    std::ifstream in(manifest, std::ios::binary);
-    original.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const auto original = text_of(manifest);
   const std::string field = "\"step\": \"4\"";
   REQUIRE(original.find(field) != std::string::npos);
   for (const char* edit : {"5", "4junk", "-4", " 4", "4.0", "", "99999999999999999999"}) {
@@ -460,10 +465,7 @@ TEST_CASE("a sparse 200 GB shard is refused by its size before a byte is read - 
           "an abort - and the checkpoint before it is used",
           "[actors]") {
   const scratch_dir dir;
-  auto cfg = small(model_kind::gpt, 2);
-  cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
-  without_last(dir.path(), cfg);
+  checkpoints_2_and_4(dir.path());
   const auto shard = dir.path() + "/step-00000004/stage-1.safetensors";
   std::filesystem::resize_file(shard, 200ull << 30); // sparse: no disk used
   std::vector<std::string> skipped;
@@ -481,16 +483,9 @@ TEST_CASE("300 crafted manifests are each refused with a reason - never an abort
           "the intact checkpoint before them is used",
           "[actors]") {
   const scratch_dir dir;
-  auto cfg = small(model_kind::gpt, 2);
-  cfg.steps = 6;
-  train(cfg, checkpointing(dir.path(), 2)); // steps 2, 4 and the last
-  without_last(dir.path(), cfg);
+  checkpoints_2_and_4(dir.path());
   const auto manifest = dir.path() + "/step-00000004/manifest.json";
-  std::string original;
-  {
-    std::ifstream in(manifest, std::ios::binary);
-    original.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const auto original = text_of(manifest);
   REQUIRE_FALSE(original.empty());
   std::vector<std::string> none;
   std::string no_error;

@@ -234,7 +234,10 @@ TEST_CASE("an embedded run stopped with kill -STOP for 5 s loses no node and com
   INFO(log);
   CHECK(status == 0);
   CHECK(log.find("lost in step") == std::string::npos);
-  CHECK(log.find("came 5") != std::string::npos); // the manager's late tick, 5xxx ms
+  // Seen as a pause: the manager's late tick, or every node of the process
+  // silent together while the manager ticks.
+  CHECK((log.find("tick came") != std::string::npos ||
+         log.find("a stall (a loaded machine)") != std::string::npos));
   const auto straight = read_metrics(straight_csv);
   const auto paused = read_metrics(paused_csv);
   REQUIRE(paused.losses.size() == straight.losses.size());
