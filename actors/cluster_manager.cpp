@@ -290,7 +290,7 @@ void manager_state::fail(const caf::error& err) {
   // rollback needs: the survivors' shards are waited for, a lost owner's for
   // at most failed_run_checkpoint_wait.
   if (snapshots_ > 0) {
-    logger_->info("waiting for the checkpoint being written (at most {} ms)",
+    logger_->info("waiting for the checkpoint being written (at most {} s)",
                   failed_run_checkpoint_wait.count());
     self_->delayed_send(self_, failed_run_checkpoint_wait, settle_atom::value);
     return;
@@ -322,6 +322,11 @@ void manager_state::record_survivors() {
 // The plan ends at a step boundary for a new one: its nodes stay members and
 // wait for their next assignment (the proxies tell them so).
 void manager_state::end_plan(const std::string& why) {
+  if (snapshots_ > 0) { // a checkpoint of this boundary is being written: after it
+    plan_end_waiting_ = why;
+    return;
+  }
+  plan_end_waiting_.reset();
   auto& r = *spec_.result;
   r.replanned_at = step_;
   r.replan_reason = why;

@@ -83,9 +83,10 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
                               bool at_boundary) {
   if (!plan_.alive[node])
     return;
-  if (failing_) { // the run is over: not a survivor for the rollback
-    logger_->warn("node {} lost while the failed run ends", id(node));
+  if (failing_ || plan_end_waiting_) { // the plan is over: not a survivor
+    logger_->warn("node {} lost while the plan ends", id(node));
     plan_.alive[node] = false;
+    fail_shard_requests(node);
     return;
   }
   const auto now = clock_type::now();
@@ -131,6 +132,7 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
                              : std::string(" (with --checkpoint-dir and "
                                            "--checkpoint-every the run would roll "
                                            "back to a checkpoint instead)"))));
+    fail_shard_requests(node); // the failed run waits for no file of it
     return;
   }
   // End the old generation: every transfer still waiting on the dead node
@@ -158,7 +160,8 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   }
   plan_ = decision.plan;
   abandon_copies();
-  if (replanning_) { // the recovery round starts the step under this plan
+  fail_shard_requests(node); // its files of a checkpoint in flight will not come
+  if (replanning_) {         // the recovery round starts the step under this plan
     replanning_ = false;
     ++replan_round_;
   }

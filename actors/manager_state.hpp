@@ -163,6 +163,17 @@ private:
   };
   std::deque<std::shared_ptr<pending_checkpoint>> manifests_;
   int snapshots_ = 0;
+  // Shard requests in flight, by the owner asked: a lost owner never answers
+  // (CAF fails a request to a dead peer only at its timeout), so its loss
+  // fails them at once. Each fails its shard once, whichever comes first.
+  struct shard_wait {
+    std::shared_ptr<bool> answered;
+    std::function<void(const std::string&)> fail;
+  };
+  std::multimap<caf::actor_addr, shard_wait> shard_waits_;
+  void fail_shard_requests(int node);
+  // A plan that ends for a new one waits for the checkpoints in flight.
+  std::optional<std::string> plan_end_waiting_;
   bool done_waiting_ = false;
   // A failed run waits for the checkpoint in flight (a rollback may need it).
   std::optional<caf::error> failing_;

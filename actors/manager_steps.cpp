@@ -304,6 +304,8 @@ void manager_state::maybe_checkpoint(bool periodic) {
 // file is in. `then` learns whether every file was written.
 void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
                              std::function<void(bool written)> then) {
+  for (auto it = shard_waits_.begin(); it != shard_waits_.end();)
+    it = *it->second.answered ? shard_waits_.erase(it) : std::next(it);
   auto g = std::make_shared<pending_checkpoint>();
   g->m.step = step_;
   g->m.config = checkpoint_config(spec_.cfg);
@@ -336,20 +338,49 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
       end_failed_run();
     else if (snapshots_ == 0 && done_waiting_)
       deliver_done();
+    else if (snapshots_ == 0 && plan_end_waiting_)
+      end_plan(*plan_end_waiting_);
   };
-  for (const auto& a : owners)
+  for (const auto& a : owners) {
+    auto answered = std::make_shared<bool>(false);
+    // A re-plan's state that is not saved is the re-plan's to report (`then`):
+    // its writer counts only the files it failed to write itself.
+    auto fail_shard = [g, writer, one_done, answered, in_order](const std::string& why) {
+      if (std::exchange(*answered, true))
+        return;
+      if (!g->failed && in_order)
+        writer->failed(g->m.step, why);
+      g->failed = true;
+      one_done();
+    };
+    shard_waits_.emplace(a.address(), shard_wait{answered, fail_shard});
     self_->request(a, std::chrono::seconds(120), checkpoint_atom::value, dir, step_)
         .then(
-            [g, one_done](checkpoint_shard& f) {
+            [g, one_done, answered](checkpoint_shard& f) {
+              if (std::exchange(*answered, true))
+                return;
               g->m.files.push_back(std::move(f));
               one_done();
             },
-            [g, writer, one_done](caf::error& err) {
-              if (!g->failed)
-                writer->failed(g->m.step, describe(err));
-              g->failed = true;
-              one_done();
-            });
+            [fail_shard](caf::error& err) { fail_shard(describe(err)); });
+  }
+}
+
+// The shard requests to `node`'s actors fail now: it is lost, and its files
+// will not come (a checkpoint without them is incomplete, and says so).
+void manager_state::fail_shard_requests(int node) {
+  std::vector<std::function<void(const std::string&)>> failing;
+  for (auto it = shard_waits_.begin(); it != shard_waits_.end();) {
+    auto n = node_of_.find(it->first);
+    if (n != node_of_.end() && n->second == node) {
+      failing.push_back(std::move(it->second.fail));
+      it = shard_waits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& f : failing) // may end the run: after the map is consistent
+    f("node " + std::to_string(id(node)) + " was lost before its file was written");
 }
 
 void manager_state::submit(checkpoint_writer& writer, checkpoint_manifest m) {
