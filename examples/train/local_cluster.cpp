@@ -386,7 +386,9 @@ int run_local_cluster(const local_cluster_options& lo) {
     workers.clear();
     for (pollfd pfd{out.read, POLLIN, 0}; poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);)
       out_lines.drain(relay);
-    const bool lost = unresponsive || code >= 128;
+    // A manager that every worker left (it was stopped, or cut off) is as good
+    // as lost even if it came back and ended the run itself: restarted too.
+    const bool lost = unresponsive || code >= 128 || (orphaned && code != 0);
     if (interrupted || !lost || attempt >= lo.restarts)
       break;
     std::printf("bamboo-train: bamboo-manager lost (%s); restart %d of %d, from %s\n",

@@ -439,3 +439,35 @@ TEST_CASE("workers leave a manager killed with kill -9 or stopped with kill -STO
   CHECK(verdict.output.find("16 steps stand") != std::string::npos);
   CHECK(verdict.output.find("by 1 rollbacks") != std::string::npos);
 }
+
+TEST_CASE("a manager stopped longer than --manager-timeout-s that comes back after its "
+          "workers left is restarted by --restarts from the newest checkpoint, with the "
+          "fault-free losses",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(93);
+  cfg.steps = 40;
+  const auto expected = embedded_reference(cfg);
+  scratch_dir work;
+  const auto ledger = work.file("ledger.txt");
+  process_run run(cfg, "resumed_manager",
+                  {"--checkpoint-dir", work.file("ckpt"), "--checkpoint-every", "5",
+                   "--manager-timeout-s", "1", "--restarts", "1", "--ledger", ledger});
+  const auto manager = run.proc.wait_for(R"(bamboo-manager \(pid (\d+)\) listens)", 20s);
+  REQUIRE_FALSE(manager.empty());
+  run.wait_steps(12);
+  // Stopped past its workers' patience (1 s), back before the launcher's own
+  // grace (3 s after the last worker left) would kill it.
+  REQUIRE(::kill(std::stoi(manager), SIGSTOP) == 0);
+  std::this_thread::sleep_for(2500ms);
+  REQUIRE(::kill(std::stoi(manager), SIGCONT) == 0);
+  run.finish();
+  const auto log = run.proc.log();
+  INFO(log);
+  CHECK(log.find("restart 1 of 1, from the newest checkpoint") != std::string::npos);
+  check_losses(read_metrics(run.metrics).standing(), expected);
+  const auto verdict = run_command(std::string(BAMBOO_LEDGER_BIN) + " verify " + ledger);
+  INFO(verdict.output);
+  CHECK(verdict.status == 0);
+  CHECK(verdict.output.find("40 steps stand") != std::string::npos);
+}
