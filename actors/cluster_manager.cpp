@@ -243,28 +243,82 @@ void manager_state::finish() {
                              "the pipelines' copies of " + diverged + " differ"));
     deliver_done();
   };
-  auto fail_with = [this](caf::error& err) { fail(err); };
+  auto& r = *spec_.result;
   for (auto& [actor, is_shadow] : sources) {
-    auto& r = *spec_.result;
+    // A lost owner's state comes from its shadow; a lost shadow has none to give.
+    const auto fallback = is_shadow ? stage_actor{} : shadow_of(actor);
     if (spec_.collect_parameters)
-      self_->request(actor, std::chrono::seconds(60), params_atom::value)
-          .then(
-              [&all = is_shadow ? r.shadow_state : r.parameters,
-               one_done](std::vector<param_blob>& blobs) {
-                std::move(blobs.begin(), blobs.end(), std::back_inserter(all));
-                one_done();
-              },
-              fail_with);
+      collect<params_atom>(actor, fallback, is_shadow,
+                           is_shadow ? r.shadow_state : r.parameters, one_done);
     if (spec_.collect_digests)
-      self_->request(actor, std::chrono::seconds(60), digest_atom::value)
-          .then(
-              [&all = is_shadow ? r.shadow_digests : r.digests,
-               one_done](std::vector<schema::tensor_digest>& d) {
-                std::move(d.begin(), d.end(), std::back_inserter(all));
-                one_done();
-              },
-              fail_with);
+      collect<digest_atom>(actor, fallback, is_shadow,
+                           is_shadow ? r.shadow_digests : r.digests, one_done);
   }
+}
+
+// One actor's final state (What: params_atom or digest_atom) into `all`.
+template <class What, class T>
+void manager_state::collect(const stage_actor& a, const stage_actor& fallback,
+                            bool is_shadow, std::vector<T>& all,
+                            std::function<void()> one_done) {
+  auto answered = std::make_shared<bool>(false);
+  auto give_up = [this, answered, fallback, is_shadow, &all,
+                  one_done](const caf::error& err) {
+    if (std::exchange(*answered, true))
+      return;
+    if (fallback && alive(fallback)) {
+      logger_->info("a lost owner's final state comes from its shadow");
+      return collect<What>(fallback, {}, false, all, one_done);
+    }
+    if (is_shadow)
+      return one_done(); // a lost shadow: nothing to compare
+    fail(err);
+  };
+  final_waits_.emplace(a.address(), give_up);
+  self_->request(a, std::chrono::seconds(60), What::value)
+      .then(
+          [answered, &all, one_done](std::vector<T>& got) {
+            if (std::exchange(*answered, true))
+              return;
+            std::move(got.begin(), got.end(), std::back_inserter(all));
+            one_done();
+          },
+          [give_up](caf::error& err) { give_up(err); });
+}
+
+// After the last step a loss changes no state: its requests are answered
+// from shadows, else given up; the run is complete.
+void manager_state::lost_after_finish(int node) {
+  if (!plan_.alive[node])
+    return;
+  logger_->warn("node {} lost after the last step", id(node));
+  plan_.alive[node] = false;
+  std::vector<std::function<void(const caf::error&)>> waits;
+  for (auto it = final_waits_.begin(); it != final_waits_.end();) {
+    auto n = node_of_.find(it->first);
+    if (n != node_of_.end() && n->second == node) {
+      waits.push_back(std::move(it->second));
+      it = final_waits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  fail_shard_requests(node);
+  for (auto& w : waits)
+    w(make_error(errc::node_lost, "node " + std::to_string(id(node)) +
+                                      " was lost before it gave its final state"));
+}
+
+stage_actor manager_state::shadow_of(const stage_actor& owner) const {
+  for (std::size_t c = 0; c < owner_actor_.size() && c < shadow_actor_.size(); ++c)
+    if (owner_actor_[c] == owner && shadow_actor_[c] && shadow_actor_[c] != owner)
+      return shadow_actor_[c];
+  return {};
+}
+
+bool manager_state::alive(const stage_actor& a) const {
+  auto n = node_of_.find(a.address());
+  return n != node_of_.end() && plan_.alive[n->second];
 }
 
 void manager_state::deliver_done() {
@@ -321,7 +375,7 @@ void manager_state::record_survivors() {
 
 // The plan ends at a step boundary for a new one: its nodes stay members and
 // wait for their next assignment (the proxies tell them so).
-void manager_state::end_plan(const std::string& why) {
+void manager_state::end_plan(std::string why) {
   if (snapshots_ > 0) { // a checkpoint of this boundary is being written: after it
     plan_end_waiting_ = why;
     return;

@@ -12,6 +12,7 @@
 #include "actors/errors.hpp"
 #include "actors/net/inspect_board.hpp"
 #include "actors/net/network.hpp"
+#include "actors/plan_loop.hpp"
 #include "actors/resume_point.hpp"
 #include "actors/run_controls.hpp"
 #include "actors/stage_actor.hpp"
@@ -95,6 +96,157 @@ planned_kills pending_kills(const preemption_injector& inj, std::size_t named,
   return out;
 }
 
+// Embedded members: nodes named by number; a killed node's replacement (a
+// new spot instance) is ready replace_after after the kill, and waits as
+// standby until a plan takes it.
+class local_members : public member_pool {
+public:
+  using clock = std::chrono::steady_clock;
+
+  local_members(caf::actor_system& sys, const run_options& opts,
+                std::shared_ptr<const token_corpus> corpus,
+                const std::optional<inspect_endpoint>& door,
+                std::vector<preempt_spec> kills, std::size_t named, int nodes)
+      : sys_(sys), opts_(opts), corpus_(std::move(corpus)), door_(door),
+        kills_(std::move(kills)), named_(named), ids_(static_cast<std::size_t>(nodes)),
+        next_id_(nodes) {
+    std::iota(ids_.begin(), ids_.end(), 0);
+  }
+
+  int live() const override { return static_cast<int>(ids_.size()) + standby_; }
+  int minimum() const override { return 1; }
+  const char* noun() const override { return "nodes"; }
+
+  caf::expected<plan_start> open(const train_config& cfg, plan_start from) override {
+    if (from.state || from.dir.empty())
+      return from;
+    auto state = checkpoint_at(cfg, from.dir);
+    if (!state)
+      return state.error();
+    from.state = *state;
+    return from;
+  }
+
+  caf::expected<std::shared_ptr<node_backend>>
+  nodes(manager_spec& spec, const plan_start& from, std::uint64_t) override {
+    // The plan's places beyond the survivors go to standby replacements;
+    // survivors beyond its places wait as standby.
+    const auto places = static_cast<std::size_t>(spec.cfg.coordinates());
+    for (; ids_.size() < places && standby_ > 0; --standby_)
+      ids_.push_back(next_id_++);
+    if (ids_.size() > places) {
+      standby_ += static_cast<int>(ids_.size() - places);
+      ids_.resize(places);
+    }
+    spec.standby = standby_;
+    node_resources res;
+    res.cfg = spec.cfg;
+    res.corpus = corpus_;
+    res.heartbeat_period = opts_.heartbeats.period;
+    res.resume = from.state;
+    injector_ = nullptr;
+    replaced_ = 0;
+    if (!kills_.empty() || door_) // an operator may preempt a node
+      injector_ = std::make_shared<preemption_injector>(kills_);
+    res.injector = injector_;
+    spec.injector = injector_;
+    if (door_)
+      res.actors = door_->actors;
+    try {
+      res.transports =
+          std::make_shared<transport_registry>(opts_.transport, spec.cfg.coordinates());
+    } catch (const std::exception& e) {
+      return make_error(errc::transport_failure, std::string("transport: ") + e.what());
+    }
+    return std::make_shared<local_nodes>(std::move(res), ids_);
+  }
+
+  caf::error await_plan(const caf::actor& manager, int) override {
+    caf::error failure;
+    caf::scoped_actor self{sys_};
+    self->send(manager, train_atom::value);
+    bool running = true;
+    self->receive_while(running)([&](done_atom) { running = false; },
+                                 [&](caf::error& err) {
+                                   failure = std::move(err);
+                                   running = false;
+                                 },
+                                 caf::after(opts_.heartbeats.period) >>
+                                     [&] {
+                                       if (take_replacements())
+                                         self->send(manager, standby_atom::value,
+                                                    standby_);
+                                     });
+    take_replacements(); // the plan's last kills too
+    return failure;
+  }
+
+  // Survivors' kills and names, renumbered as the next plan numbers them.
+  int keep(const std::vector<int>& alive) override {
+    if (injector_) {
+      auto next = pending_kills(*injector_, named_, alive);
+      kills_ = std::move(next.kills);
+      named_ = next.named;
+    }
+    std::vector<int> next_ids;
+    for (int n : alive)
+      next_ids.push_back(ids_.at(static_cast<std::size_t>(n)));
+    ids_ = std::move(next_ids);
+    return static_cast<int>(ids_.size());
+  }
+
+  // Replacements are due replace_after after their kills: wait for those
+  // that bring the count up, never longer than the last of them.
+  void top_up(int count) override {
+    take_replacements();
+    const auto missing = static_cast<std::size_t>(std::max(0, count - live()));
+    if (missing == 0 || due_.empty())
+      return;
+    std::sort(due_.begin(), due_.end());
+    const auto until = due_[std::min(missing, due_.size()) - 1];
+    log::get("bamboo.manager")
+        ->info("{} of {} nodes live: waiting {} ms for replacements", live(), count,
+               std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     until - clock::now())
+                                     .count()));
+    std::this_thread::sleep_until(until);
+    take_replacements();
+  }
+
+private:
+  // Each kill's replacement is due replace_after later; those due now join
+  // the standby ones. True when any did.
+  bool take_replacements() {
+    if (opts_.replace_after.count() < 0 || !injector_)
+      return false;
+    const auto fired = injector_->fired();
+    for (; replaced_ < fired.size(); ++replaced_)
+      due_.push_back(fired[replaced_].at + opts_.replace_after);
+    const auto now = clock::now();
+    const auto ready =
+        std::partition(due_.begin(), due_.end(), [&](auto t) { return t > now; });
+    if (ready == due_.end())
+      return false;
+    standby_ += static_cast<int>(due_.end() - ready);
+    due_.erase(ready, due_.end());
+    log::get("bamboo.manager")
+        ->info("a replacement node is ready ({} standby)", standby_);
+    return true;
+  }
+
+  caf::actor_system& sys_;
+  const run_options& opts_;
+  std::shared_ptr<const token_corpus> corpus_;
+  const std::optional<inspect_endpoint>& door_;
+  std::vector<preempt_spec> kills_; // not fired yet; the first named_ name a node
+  std::size_t named_;
+  std::shared_ptr<preemption_injector> injector_; // this plan's
+  std::size_t replaced_ = 0;                      // its kills given a replacement
+  std::vector<int> ids_;                          // the plan's nodes' names
+  int standby_ = 0, next_id_;                     // ready replacements; their names
+  std::vector<clock::time_point> due_;            // replacements on their way
+};
+
 } // namespace
 
 caf::expected<run_result> run_embedded(const train_config& cfg, const run_options& opts) {
@@ -147,7 +299,6 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   // Re-partitions move the state through files; none without a range.
   std::optional<replan_dir> replan_files;
   std::shared_ptr<checkpoint_writer> replans;
-  std::size_t replan_failures = 0;
   const bool inspect = opts.inspect.enabled;
   const bool replacing = opts.replace_after.count() >= 0;
   // Re-plans: a re-partition, an operator's redundancy change, a replacement node.
@@ -191,226 +342,36 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   } close_door{door};
 
   auto kills = opts.preemptions;
-  std::size_t named_kills = kills.size();
   const int ops = static_cast<int>(
       make_schedule(0, cfg.stages, cfg.pipeline_micro_batches(), cfg.redundancy).size());
   for (const auto& k : poisson_kills(opts.preempt_rate, cfg.steps, nodes, ops, cfg.seed))
     kills.push_back(k);
-  // One manager per plan: the first on every node, each after a re-partition
-  // or a rollback (a loss shadows cannot cover, with checkpoints) on the
-  // survivors.
-  auto run_cfg = cfg;
-  const shape_rules rules{cfg.pipelines, cfg.stages, cfg.micro_batches(), depths, false};
-  std::vector<int> ids(static_cast<std::size_t>(nodes));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::uint64_t generation = 1;
-  std::string first_event;
-  run_result total;
-  caf::error failure;
-  // Replacement nodes: when each killed node's is due, and those ready that no
-  // plan holds yet (standby), named from `next_id` on.
-  using clock = std::chrono::steady_clock;
-  std::vector<clock::time_point> due;
-  int standby = 0, next_id = nodes;
-  auto logger = log::get("bamboo.manager");
-  for (;;) {
-    node_resources res;
-    res.cfg = run_cfg;
-    res.corpus = corpus;
-    res.heartbeat_period = opts.heartbeats.period;
-    res.resume = resume;
-    if (!kills.empty() || door) // an operator may preempt a node
-      res.injector = std::make_shared<preemption_injector>(kills);
-    if (door)
-      res.actors = door->actors;
-    try {
-      res.transports =
-          std::make_shared<transport_registry>(opts.transport, run_cfg.coordinates());
-    } catch (const std::exception& e) {
-      return make_error(errc::transport_failure, std::string("transport: ") + e.what());
-    }
-    manager_spec spec;
-    spec.cfg = run_cfg;
-    spec.parts = partition(model_of(run_cfg, corpus)->layer_costs(), run_cfg.stages);
-    spec.injector = res.injector;
-    spec.nodes = std::make_shared<local_nodes>(std::move(res), ids);
-    spec.heartbeats = opts.heartbeats;
-    spec.collect_parameters = opts.collect_parameters;
-    spec.collect_digests = opts.collect_digests;
-    spec.on_step = opts.on_step;
-    spec.on_failover = opts.on_failover;
-    if (door) {
-      door->board->set_run(cfg.custom_model ? cfg.custom_model->name()
-                                            : to_string(cfg.model.kind),
-                           run_cfg.pipelines, run_cfg.stages, run_cfg.steps);
-      spec.on_step = [board = door->board, hook = opts.on_step](const step_record& r) {
-        board->on_step(r);
-        if (hook)
-          hook(r);
-      };
-      spec.on_failover = [board = door->board,
-                          hook = opts.on_failover](const failover_record& f) {
-        board->on_failover(f);
-        if (hook)
-          hook(f);
-      };
-      spec.controls = door->controls;
-      spec.actors = door->actors;
-    }
-    spec.result = std::make_shared<run_result>();
-    spec.first_step = resume ? resume->step : 0;
-    spec.first_generation = generation;
-    spec.checkpoints = writer;
-    spec.checkpoint_every = ck.every;
-    spec.keep_nodes_on_failure = writer != nullptr;
-    spec.first_event = first_event;
-    spec.replans = replans;
-    spec.depths = depths;
-    spec.stop_signal = opts.stop_signal;
-    spec.standby = standby;
-    auto manager = spawn_manager(sys, spec);
-    failure = caf::error{};
-    std::size_t replaced = 0; // this plan's kills given a replacement
-    // Each kill's replacement is due replace_after later; those due now join
-    // the standby ones. True when any did.
-    auto take_replacements = [&] {
-      if (!replacing || !spec.injector)
-        return false;
-      const auto fired = spec.injector->fired();
-      for (; replaced < fired.size(); ++replaced)
-        due.push_back(fired[replaced].at + opts.replace_after);
-      const auto now = clock::now();
-      const auto ready =
-          std::partition(due.begin(), due.end(), [&](auto t) { return t > now; });
-      if (ready == due.end())
-        return false;
-      standby += static_cast<int>(due.end() - ready);
-      due.erase(ready, due.end());
-      logger->info("a replacement node is ready ({} standby)", standby);
-      return true;
-    };
-    {
-      caf::scoped_actor self{sys};
-      self->send(manager, train_atom::value);
-      bool running = true;
-      self->receive_while(running)([&](done_atom) { running = false; },
-                                   [&](caf::error& err) {
-                                     failure = std::move(err);
-                                     running = false;
-                                   },
-                                   caf::after(opts.heartbeats.period) >>
-                                       [&] {
-                                         if (take_replacements())
-                                           self->send(manager, standby_atom::value,
-                                                      standby);
-                                       });
-    }
-    take_replacements(); // the plan's last kills too
-    auto& r = *spec.result;
-    add_plan(total, r);
-    // Survivors' kills and names, as the next plan numbers them; then standby
-    // replacements for the places the plan has beyond them (survivors beyond
-    // its places wait as standby).
-    auto renumber = [&] {
-      if (spec.injector) {
-        auto next = pending_kills(*spec.injector, named_kills, r.alive);
-        kills = std::move(next.kills);
-        named_kills = next.named;
-      }
-      std::vector<int> next_ids;
-      for (int n : r.alive)
-        next_ids.push_back(ids.at(static_cast<std::size_t>(n)));
-      ids = std::move(next_ids);
-      const auto places = static_cast<std::size_t>(run_cfg.coordinates());
-      for (; ids.size() < places && standby > 0; --standby)
-        ids.push_back(next_id++);
-      if (ids.size() > places) {
-        standby += static_cast<int>(ids.size() - places);
-        ids.resize(places);
-      }
-      generation = r.generation + 1;
-    };
-    const int workers = static_cast<int>(r.alive.size()) + standby;
-    if (!failure && r.replanned_at >= 0) {
-      // A re-partition: the layers split anew over the live nodes, from the
-      // state every stage saved at the boundary.
-      auto failures = replans->finish(); // cumulative
-      const auto s = next_plan_shape(rules, run_cfg.pipelines, workers, true);
-      run_cfg.pipelines = s.pipelines;
-      run_cfg.stages = s.stages;
-      if (door) // an operator's redundancy change
-        run_cfg.redundancy = door->controls->wanted_redundancy();
-      auto point = failures.size() == replan_failures
-                       ? checkpoint_at(
-                             run_cfg, checkpoint_step_dir(replans->dir(), r.replanned_at))
-                       : make_error(errc::checkpoint_failed, failures.back());
-      if (point) {
-        resume = *point;
-        renumber();
-        first_event = "re-planned: " + r.replan_reason;
-        ++total.replans;
-        if (opts.on_replan)
-          opts.on_replan(r.replanned_at, r.replan_reason);
-        if (door)
-          door->board->event("a new plan from step " + std::to_string(r.replanned_at) +
-                             ": " + r.replan_reason);
-        logger->info("a new plan from step {} on {} nodes, {} stages: {}", r.replanned_at,
-                     ids.size(), run_cfg.stages, r.replan_reason);
-        continue;
-      }
-      replan_failures = failures.size();
-      // Without the saved state, the newest checkpoint (if any) is the way on.
-      failure = make_error(errc::unrecoverable_failure,
-                           "the state saved for a new plan before step " +
-                               std::to_string(r.replanned_at) +
-                               " cannot be loaded: " + describe(point.error()));
-    }
-    const bool stopping = opts.stop_signal && opts.stop_signal() != 0;
-    // No survivor: a replacement on its way carries the run on from the checkpoint.
-    if (r.alive.empty() && standby == 0 && !due.empty() && failure && writer &&
-        !stopping) {
-      const auto first = *std::min_element(due.begin(), due.end());
-      logger->warn(
-          "no node survived: waiting {} ms for a replacement",
-          std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                first - clock::now())
-                                .count()));
-      std::this_thread::sleep_until(first);
-      take_replacements();
-    }
-    if (!failure || !writer || !is_error(failure, errc::unrecoverable_failure) ||
-        (r.alive.empty() && standby == 0) || stopping) {
-      total = finish_run(std::move(total), std::move(r));
-      break;
-    }
-    // The fallback: the survivors, a stage each, from the newest checkpoint.
-    writer->finish();
-    const auto s = next_plan_shape(rules, run_cfg.pipelines,
-                                   static_cast<int>(r.alive.size()) + standby, false);
-    run_cfg.pipelines = s.pipelines;
-    run_cfg.stages = s.stages;
-    auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
-    if (!point) {
-      failure = point.error();
-      break;
-    }
-    resume = *point; // nullptr: step 0, from the seed
-    const std::int64_t to = resume ? resume->step : 0;
-    const int lost = static_cast<int>(ids.size() - r.alive.size());
-    renumber();
-    first_event = "rolled back to step " + std::to_string(to);
-    roll_back(total, to, lost);
-    logger->warn("rolling back to the checkpoint of step {} on {} nodes: {}", to,
-                 run_cfg.coordinates(), describe(failure));
-    if (opts.on_rollback)
-      opts.on_rollback(to, describe(failure));
+  local_members members(sys, opts, corpus, door, std::move(kills),
+                        opts.preemptions.size(), nodes);
+  plan_loop_spec spec;
+  spec.cfg = cfg;
+  spec.corpus = corpus;
+  spec.rules = {cfg.pipelines, cfg.stages, cfg.micro_batches(), depths, false};
+  if (resume)
+    spec.first = {resume->step, checkpoint_step_dir(ck.dir, resume->step), resume};
+  spec.checkpoint_dir = ck.dir;
+  spec.checkpoints = writer;
+  spec.checkpoint_every = ck.every;
+  spec.replans = replans;
+  spec.heartbeats = opts.heartbeats;
+  spec.collect_parameters = opts.collect_parameters;
+  spec.collect_digests = opts.collect_digests;
+  spec.on_step = opts.on_step;
+  spec.on_failover = opts.on_failover;
+  spec.on_replan = opts.on_replan;
+  spec.on_rollback = opts.on_rollback;
+  spec.stop_signal = opts.stop_signal;
+  if (door) {
+    spec.board = door->board;
+    spec.controls = door->controls;
+    spec.actors = door->actors;
   }
-  // The last checkpoints are on disk before the run says it is done.
-  if (writer)
-    total.checkpoint_failures = writer->finish();
-  if (failure)
-    return failure;
-  return total;
+  return run_plans(sys, spec, members);
 }
 
 } // namespace bamboo

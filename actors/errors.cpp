@@ -57,7 +57,8 @@ std::optional<loss> loss_of(const caf::error& err) {
 }
 
 bool is_error(const caf::error& err, errc e) {
-  return err.category() == error_category && err.code() == static_cast<std::uint8_t>(e);
+  return err && err.category() == error_category &&
+         err.code() == static_cast<std::uint8_t>(e); // CAF 0.17: no category when empty
 }
 
 std::string describe(const caf::error& err) {

@@ -12,11 +12,11 @@
 namespace bamboo {
 
 void manager_state::on_down(const caf::down_msg& dm) {
-  if (finished_)
-    return;
   auto it = node_of_.find(dm.source);
   if (it == node_of_.end())
     return;
+  if (finished_)
+    return lost_after_finish(it->second);
   if (dm.reason == caf::exit_reason::kill)
     lost(it->second, failover_cause::preempted, "");
   else if (auto l = loss_of(dm.reason)) // how a worker process went

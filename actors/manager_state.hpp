@@ -54,7 +54,7 @@ private:
   void deliver_done();
   void fail(const caf::error& err);
   void end_failed_run();
-  void end_plan(const std::string& why);
+  void end_plan(std::string why); // by value: a deferred end passes its own copy
   void record_survivors();
   void end_generation(const std::string& reason);
   void shutdown(const caf::error& reason = caf::exit_reason::user_shutdown);
@@ -172,6 +172,20 @@ private:
   };
   std::multimap<caf::actor_addr, shard_wait> shard_waits_;
   void fail_shard_requests(int node);
+  void request_shard(const stage_actor& a, const std::string& dir,
+                     const stage_actor& fallback,
+                     std::function<void(checkpoint_shard&)> got,
+                     std::function<void(const std::string&)> failed);
+  // The shadow of the stage `owner` holds (none), and whether an actor's node lives.
+  stage_actor shadow_of(const stage_actor& owner) const;
+  bool alive(const stage_actor& a) const;
+  // The final state's requests in flight, by the actor asked: its node's loss
+  // answers them from the shadow or ends them.
+  std::multimap<caf::actor_addr, std::function<void(const caf::error&)>> final_waits_;
+  template <class What, class T>
+  void collect(const stage_actor& a, const stage_actor& fallback, bool is_shadow,
+               std::vector<T>& all, std::function<void()> one_done);
+  void lost_after_finish(int node);
   // A plan that ends for a new one waits for the checkpoints in flight.
   std::optional<std::string> plan_end_waiting_;
   bool done_waiting_ = false;

@@ -342,28 +342,49 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
       end_plan(*plan_end_waiting_);
   };
   for (const auto& a : owners) {
-    auto answered = std::make_shared<bool>(false);
     // A re-plan's state that is not saved is the re-plan's to report (`then`):
     // its writer counts only the files it failed to write itself.
-    auto fail_shard = [g, writer, one_done, answered, in_order](const std::string& why) {
-      if (std::exchange(*answered, true))
-        return;
+    auto fail_shard = [g, writer, one_done, in_order](const std::string& why) {
       if (!g->failed && in_order)
         writer->failed(g->m.step, why);
       g->failed = true;
       one_done();
     };
-    shard_waits_.emplace(a.address(), shard_wait{answered, fail_shard});
-    self_->request(a, std::chrono::seconds(120), checkpoint_atom::value, dir, step_)
-        .then(
-            [g, one_done, answered](checkpoint_shard& f) {
-              if (std::exchange(*answered, true))
-                return;
-              g->m.files.push_back(std::move(f));
-              one_done();
-            },
-            [fail_shard](caf::error& err) { fail_shard(describe(err)); });
+    request_shard(
+        a, dir, finished_ ? shadow_of(a) : stage_actor{},
+        [g, one_done](checkpoint_shard& f) {
+          g->m.files.push_back(std::move(f));
+          one_done();
+        },
+        std::move(fail_shard));
   }
+}
+
+// One owner's file of a checkpoint. After the last step nothing changes the
+// state any more: when the owner is lost, `fallback` (its shadow, which holds
+// the same tensors) writes the file instead.
+void manager_state::request_shard(const stage_actor& a, const std::string& dir,
+                                  const stage_actor& fallback,
+                                  std::function<void(checkpoint_shard&)> got,
+                                  std::function<void(const std::string&)> failed) {
+  auto answered = std::make_shared<bool>(false);
+  auto fail_shard = [this, answered, dir, fallback, got, failed](const std::string& why) {
+    if (std::exchange(*answered, true))
+      return;
+    if (fallback && alive(fallback)) {
+      logger_->info("a lost owner's file of the last checkpoint comes from its shadow");
+      return request_shard(fallback, dir, {}, got, failed);
+    }
+    failed(why);
+  };
+  shard_waits_.emplace(a.address(), shard_wait{answered, fail_shard});
+  self_->request(a, std::chrono::seconds(120), checkpoint_atom::value, dir, step_)
+      .then(
+          [got, answered](checkpoint_shard& f) {
+            if (!std::exchange(*answered, true))
+              got(f);
+          },
+          [fail_shard](caf::error& err) { fail_shard(describe(err)); });
 }
 
 // The shard requests to `node`'s actors fail now: it is lost, and its files

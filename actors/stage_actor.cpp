@@ -63,13 +63,7 @@ stage_actor::behavior_type stage_state::active() {
       },
       [this](copy_atom, std::uint64_t gen, std::int64_t k) { return send_state(gen, k); },
       [this](checkpoint_atom, const std::string& step_dir, std::int64_t k) {
-        auto rp = self_->make_response_promise<checkpoint_shard>();
-        const auto t0 = std::chrono::steady_clock::now();
-        auto snap = make_snapshot(blobs(), step_dir, spec_.executor->stage(), k);
-        add_checkpoint_snapshot(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        write_shard(self_, std::move(snap), rp);
-        return rp;
+        return write_checkpoint(step_dir, k);
       },
   };
 }
@@ -122,11 +116,23 @@ stage_actor::behavior_type stage_state::shadow() {
       },
       [](const replica_handle&) {}, // FRC is for active stages
       [this](copy_atom, std::uint64_t gen, std::int64_t k) { return load_state(gen, k); },
-      [](checkpoint_atom, const std::string&,
-         std::int64_t) -> caf::result<checkpoint_shard> {
-        return caf::make_error(caf::sec::unexpected_message); // owners write them
+      // Owners write checkpoints; a shadow only the last one's file of a lost
+      // owner (after the last step, its state is the owner's).
+      [this](checkpoint_atom, const std::string& step_dir, std::int64_t k) {
+        return write_checkpoint(step_dir, k);
       },
   };
+}
+
+caf::result<checkpoint_shard> stage_state::write_checkpoint(const std::string& step_dir,
+                                                            std::int64_t k) {
+  auto rp = self_->make_response_promise<checkpoint_shard>();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto snap = make_snapshot(blobs(), step_dir, spec_.executor->stage(), k);
+  add_checkpoint_snapshot(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  write_shard(self_, std::move(snap), rp);
+  return rp;
 }
 
 std::vector<param_blob> stage_state::blobs() const {

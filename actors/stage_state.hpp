@@ -61,6 +61,9 @@ struct stage_state {
 private:
   // Named by the stage, whichever pipeline runs it (the pipelines hold the same).
   std::vector<param_blob> blobs() const;
+  // This stage's file of the checkpoint of step k, written off this thread.
+  caf::result<checkpoint_shard> write_checkpoint(const std::string& step_dir,
+                                                 std::int64_t k);
 
   void prepare_thread();
 

@@ -18,6 +18,7 @@
 #include "actors/net/stage_proxy.hpp"
 #include "actors/net/wire_values.hpp"
 #include "actors/plan/planner.hpp"
+#include "actors/plan_loop.hpp"
 #include "actors/run_controls.hpp"
 #include "log/log.hpp"
 #include "model/checkpoint.hpp"
@@ -26,6 +27,106 @@
 #include "model/model_definition.hpp"
 
 namespace bamboo {
+
+namespace {
+
+// Worker processes as members: those the gateway admitted, the plan's first
+// (placed by zone), then the standby ones; joins and losses come from the
+// gateway while a plan runs.
+class process_members : public member_pool {
+public:
+  process_members(caf::scoped_actor& self, caf::actor gateway,
+                  const cluster_options& opts, std::vector<process_member> joined)
+      : self_(self), gateway_(std::move(gateway)), opts_(opts), live_(std::move(joined)) {
+  }
+
+  int live() const override { return static_cast<int>(live_.size()); }
+  int minimum() const override { return 2; }
+  const char* noun() const override { return "workers"; }
+
+  // Each worker reads its stage's state from the step directory itself.
+  caf::expected<plan_start> open(const train_config&, plan_start from) override {
+    return from;
+  }
+
+  caf::expected<std::shared_ptr<node_backend>>
+  nodes(manager_spec& spec, const plan_start& from, std::uint64_t generation) override {
+    in_plan_ = plan_members(live_, spec.cfg.pipelines, spec.cfg.stages);
+    spec.injector = announced_;
+    return make_process_nodes(spec.cfg, in_plan_, gateway_, opts_.frame_limit, generation,
+                              from.dir);
+  }
+
+  caf::error await_plan(const caf::actor& manager, int places) override {
+    planned_ = places;
+    lost_.clear();
+    auto log = log::get("bamboo.manager");
+    caf::error failure;
+    bool running = true;
+    self_->send(manager, train_atom::value);
+    self_->receive_while(running)(
+        [&](done_atom) { running = false; },
+        [&](caf::error& err) {
+          failure = std::move(err);
+          running = false;
+        },
+        [&](joined_atom, int id, caf::actor agent, std::string& zone) {
+          live_.push_back({id, std::move(agent), std::move(zone)});
+          log->info("node {} joined: standby ({} standby)", id, standby());
+          self_->send(manager, standby_atom::value, standby());
+        },
+        [&](lost_atom, int id) {
+          lost_.insert(id);
+          const auto first_standby = live_.begin() + planned_;
+          if (std::any_of(first_standby, live_.end(),
+                          [&](const process_member& m) { return m.id == id; })) {
+            remove_member(live_, id);
+            self_->send(manager, standby_atom::value, standby());
+          }
+        });
+    return failure;
+  }
+
+  // The survivors not lost meanwhile, then the standby ones, then those that
+  // joined meanwhile.
+  int keep(const std::vector<int>& alive) override {
+    std::vector<process_member> next;
+    for (int n : alive)
+      if (!lost_.count(in_plan_.at(static_cast<std::size_t>(n)).id))
+        next.push_back(in_plan_.at(static_cast<std::size_t>(n)));
+    const int kept = static_cast<int>(next.size());
+    next.insert(next.end(), live_.begin() + planned_, live_.end());
+    update_members(self_, next);
+    live_ = std::move(next);
+    planned_ = 0;
+    return kept;
+  }
+
+  void top_up(int count) override {
+    update_members(self_, live_);
+    if (live() >= count || opts_.replacement_wait.count() <= 0)
+      return;
+    log::get("bamboo.manager")
+        ->info("{} of {} workers left: waiting up to {} ms for new ones", live_.size(),
+               count, opts_.replacement_wait.count());
+    await_members(self_, live_, count, opts_.replacement_wait);
+  }
+
+private:
+  int standby() const { return static_cast<int>(live_.size()) - planned_; }
+
+  caf::scoped_actor& self_;
+  caf::actor gateway_;
+  const cluster_options& opts_;
+  // Kills a launcher will do: their connection drops are preemptions.
+  std::shared_ptr<preemption_injector> announced_ =
+      std::make_shared<preemption_injector>(opts_.announced_kills);
+  std::vector<process_member> live_, in_plan_;
+  int planned_ = 0;    // the running plan's places at the front of live_
+  std::set<int> lost_; // members lost while it ran
+};
+
+} // namespace
 
 caf::expected<run_result> run_cluster(const train_config& cfg,
                                       const cluster_options& opts) {
@@ -135,205 +236,36 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
     stop_gateway();
     return make_error(errc::checkpoint_failed, replan_files.problem());
   }
-  auto replans = std::make_shared<checkpoint_writer>(replan_files.path(), 1);
-  auto announced = std::make_shared<preemption_injector>(opts.announced_kills);
-  std::size_t replan_failures = 0;
-
-  // One manager per plan: the first on the first `stages` workers that joined
-  // (the others wait as standby), a new one after each re-plan and rollback.
-  auto run_cfg = cfg;
-  auto live = std::move(members); // the plan's members first, then the standby ones
-  std::uint64_t generation = 1;
-  std::string first_event;
-  run_result total;
-  caf::error failure;
-  auto log_manager = log::get("bamboo.manager");
+  process_members live(self, gateway, opts, std::move(members));
+  plan_loop_spec spec;
+  spec.cfg = cfg;
+  spec.corpus = corpus;
+  spec.rules = {cfg.pipelines, cfg.stages, cfg.micro_batches(), depths,
+                opts.auto_pipelines};
+  spec.first = {first_step, resume, nullptr};
+  spec.checkpoint_dir = ck.dir;
+  spec.checkpoints = writer;
+  spec.checkpoint_every = ck.every;
+  spec.replans = std::make_shared<checkpoint_writer>(replan_files.path(), 1);
+  spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
+  spec.collect_digests = opts.collect_digests;
+  spec.on_step = opts.on_step;
+  spec.on_failover = opts.on_failover;
+  spec.on_replan = opts.on_replan;
+  spec.on_rollback = opts.on_rollback;
+  spec.stop_signal = opts.stop_signal;
+  spec.board = board;
+  spec.controls = controls;
+  spec.actors = actors;
   if (opts.on_started)
     opts.on_started();
-  for (;;) {
-    const auto in_plan = plan_members(live, run_cfg.pipelines, run_cfg.stages);
-    const int planned = run_cfg.coordinates();
-    auto standby = [&] { return static_cast<int>(live.size()) - planned; };
-    board->set_run(cfg.custom_model ? cfg.custom_model->name()
-                                    : to_string(cfg.model.kind),
-                   run_cfg.pipelines, run_cfg.stages, run_cfg.steps);
-    manager_spec spec;
-    spec.cfg = run_cfg;
-    spec.parts = partition(model_of(run_cfg, corpus)->layer_costs(), run_cfg.stages);
-    spec.nodes = make_process_nodes(run_cfg, in_plan, gateway, opts.frame_limit,
-                                    generation, resume);
-    spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
-    spec.on_step = [board, hook = opts.on_step](const step_record& r) {
-      board->on_step(r);
-      if (hook)
-        hook(r);
-    };
-    spec.on_failover = [board, hook = opts.on_failover](const failover_record& f) {
-      board->on_failover(f);
-      if (hook)
-        hook(f);
-    };
-    spec.collect_digests = opts.collect_digests;
-    spec.result = std::make_shared<run_result>();
-    spec.first_step = first_step;
-    spec.first_generation = generation;
-    spec.checkpoints = writer;
-    spec.checkpoint_every = ck.every;
-    spec.keep_nodes_on_failure = writer != nullptr;
-    spec.first_event = first_event;
-    spec.replans = replans;
-    spec.injector = announced;
-    spec.standby = standby();
-    spec.depths = depths;
-    spec.auto_pipelines = opts.auto_pipelines;
-    spec.controls = controls;
-    spec.actors = actors;
-    spec.stop_signal = opts.stop_signal;
-    auto manager = spawn_manager(sys, spec);
-    failure = caf::error{};
-    // Until the plan ends: the members that join or leave meanwhile are the
-    // standby ones the manager may call on.
-    std::set<int> lost;
-    bool running = true;
-    self->send(manager, train_atom::value);
-    self->receive_while(running)(
-        [&](done_atom) { running = false; },
-        [&](caf::error& err) {
-          failure = std::move(err);
-          running = false;
-        },
-        [&](joined_atom, int id, caf::actor agent, std::string& zone) {
-          live.push_back({id, std::move(agent), std::move(zone)});
-          log_manager->info("node {} joined: standby ({} standby)", id, standby());
-          self->send(manager, standby_atom::value, standby());
-        },
-        [&](lost_atom, int id) {
-          lost.insert(id);
-          const auto first_standby = live.begin() + planned;
-          if (std::any_of(first_standby, live.end(),
-                          [&](const process_member& m) { return m.id == id; })) {
-            remove_member(live, id);
-            self->send(manager, standby_atom::value, standby());
-          }
-        });
-    auto& r = *spec.result;
-    add_plan(total, r);
-    const bool replanned = !failure && r.replanned_at >= 0;
-    const bool stopping = opts.stop_signal && opts.stop_signal() != 0;
-    const bool fallback =
-        failure && writer && !stopping && is_error(failure, errc::unrecoverable_failure);
-    if (!replanned && !fallback) {
-      total = finish_run(std::move(total), std::move(r));
-      break;
-    }
-    // The members a re-plan's decision counted on: the survivors and the standby.
-    const int counted = static_cast<int>(r.alive.size()) + standby();
-    // The next plan's members: the survivors, then the standby ones, then
-    // those that joined meanwhile.
-    std::vector<process_member> next;
-    for (int n : r.alive)
-      if (!lost.count(in_plan.at(static_cast<std::size_t>(n)).id))
-        next.push_back(in_plan.at(static_cast<std::size_t>(n)));
-    const int plan_lost = static_cast<int>(in_plan.size() - next.size());
-    next.insert(next.end(), live.begin() + planned, live.end());
-    update_members(self, next);
-    live = std::move(next);
-    generation = r.generation + 1;
-    // Members may go (or come) between a plan's end and the next one's start:
-    // the next plan is shaped on those here now, never on those planned for.
-    auto top_up = [&](int needed) {
-      if (static_cast<int>(live.size()) >= needed || opts.replacement_wait.count() <= 0)
-        return;
-      log_manager->info("{} of {} workers left: waiting up to {} ms for new ones",
-                        live.size(), needed, opts.replacement_wait.count());
-      await_members(self, live, needed, opts.replacement_wait);
-    };
-    const shape_rules rules{cfg.pipelines, cfg.stages, cfg.micro_batches(), depths,
-                            opts.auto_pipelines};
-    auto reshape = [&](bool replan) {
-      const auto s = next_plan_shape(rules, run_cfg.pipelines,
-                                     static_cast<int>(live.size()), replan);
-      run_cfg.pipelines = s.pipelines;
-      run_cfg.stages = s.stages;
-    };
-    if (replanned) {
-      auto failures = replans->finish(); // the manifest is on disk
-      if (failures.size() == replan_failures) {
-        // The shape wanted on every member the decision counted on; those that
-        // went meanwhile are waited for, else the plan takes what is here.
-        const auto wanted = next_plan_shape(rules, run_cfg.pipelines, counted, true);
-        top_up(wanted.pipelines * wanted.stages);
-        reshape(true);
-      }
-      if (failures.size() == replan_failures && static_cast<int>(live.size()) >= 2) {
-        run_cfg.redundancy = controls->wanted_redundancy(); // an operator's change
-        first_step = r.replanned_at;
-        resume = checkpoint_step_dir(replans->dir(), first_step);
-        first_event = "re-planned: " + r.replan_reason;
-        ++total.replans;
-        log_manager->info(
-            "a new plan from step {} on {} workers, {} pipeline(s) of {} stages ({} "
-            "standby): {}",
-            first_step, live.size(), run_cfg.pipelines, run_cfg.stages,
-            static_cast<int>(live.size()) - run_cfg.coordinates(), r.replan_reason);
-        board->event("a new plan from step " + std::to_string(first_step) + ": " +
-                     r.replan_reason);
-        if (opts.on_replan)
-          opts.on_replan(first_step, r.replan_reason);
-        continue;
-      }
-      if (failures.size() == replan_failures) {
-        failure = make_error(errc::unrecoverable_failure,
-                             "the plan from step " + std::to_string(r.replanned_at) +
-                                 " has " + std::to_string(live.size()) +
-                                 " worker(s) left, 2 are needed to go on");
-        break;
-      }
-      replan_failures = failures.size();
-      failure = make_error(errc::unrecoverable_failure,
-                           "the state saved for a new plan before step " +
-                               std::to_string(r.replanned_at) + " is incomplete");
-      if (!writer)
-        break;
-    }
-    // The fallback: the survivors, a stage each, from the newest checkpoint.
-    if (auto f = writer->finish(); !f.empty())
-      log_manager->warn("{} checkpoint(s) failed", f.size());
-    top_up(cfg.coordinates());
-    if (static_cast<int>(live.size()) < 2) {
-      failure = make_error(errc::unrecoverable_failure,
-                           describe(failure) + "; " + std::to_string(live.size()) +
-                               " worker(s) left, 2 are needed to go on");
-      break;
-    }
-    reshape(false);
-    auto point = rollback_point(run_cfg, ck.dir, corpus, failure);
-    if (!point) {
-      failure = point.error();
-      break;
-    }
-    first_step = *point ? (*point)->step : 0; // none intact: step 0, from the seed
-    resume = *point ? checkpoint_step_dir(ck.dir, first_step) : std::string();
-    first_event = "rolled back to step " + std::to_string(first_step);
-    roll_back(total, first_step, plan_lost);
-    log_manager->warn("rolling back to the checkpoint of step {} on {} workers, {} "
-                      "stages: {}",
-                      first_step, live.size(), run_cfg.stages, describe(failure));
-    board->event("rolled back to step " + std::to_string(first_step) + ": " +
-                 describe(failure));
-    if (opts.on_rollback)
-      opts.on_rollback(first_step, describe(failure));
-  }
-  if (writer)
-    total.checkpoint_failures = writer->finish();
+  auto result = run_plans(sys, spec, live);
   // Every member is let go (a standby one too), and the leave frames go out
   // before the connections close.
   self->send(gateway, broadcast_atom::value, to_wire(schema::leave{"the run is over"}));
   self->receive(caf::after(std::chrono::milliseconds(100)) >> [] {});
   stop_gateway();
-  if (failure)
-    return failure;
-  return total;
+  return result;
 }
 
 } // namespace bamboo

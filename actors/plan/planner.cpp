@@ -247,6 +247,13 @@ plan_shape next_plan_shape(const shape_rules& r, int current_pipelines, int work
   return s;
 }
 
+plan_end after_plan(const plan_outcome& o) {
+  if (!o.failed) // a stop then ends the new plan at its first boundary, checkpointed
+    return o.replanned ? plan_end::replan : plan_end::finish;
+  return o.unrecoverable && o.checkpoints && !o.stopping ? plan_end::roll_back
+                                                         : plan_end::finish;
+}
+
 std::string pipeline_reason(const cluster_plan& plan, int standby, int micro_batches,
                             const std::vector<int>& ids) {
   const int live = plan.live_nodes();

@@ -119,6 +119,21 @@ struct plan_shape {
 plan_shape next_plan_shape(const shape_rules& r, int current_pipelines, int workers,
                            bool replan);
 
+// What a plan's end leads to; both runners decide it here, once. A plan that
+// ended at a boundary for a new one is re-planned (a stop signal then ends
+// the new plan at its first boundary); a loss shadows could not cover rolls
+// back to the newest checkpoint when the run writes them and no stop signal
+// came; anything else ends the run.
+enum class plan_end { finish, replan, roll_back };
+struct plan_outcome {
+  bool failed = false;        // the plan ended with an error
+  bool unrecoverable = false; // that error is a loss shadows could not cover
+  bool replanned = false;     // it ended at a step boundary for a new plan
+  bool checkpoints = false;   // the run writes checkpoints
+  bool stopping = false;      // a stop signal came
+};
+plan_end after_plan(const plan_outcome& o);
+
 // --pipelines auto, why the cluster should get a new plan at this step
 // boundary (words as replan_reason's), or empty: Bamboo's trigger, `standby`
 // nodes can form another whole pipeline; or, with none standby, a node runs

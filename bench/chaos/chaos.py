@@ -220,7 +220,7 @@ def plan_run(seed, mode, short):
             c['opts'] += ['--preempt', f'node={r.randrange(STAGES)}@step={k}.op={r.randrange(8)}',
                           '--min-stages', '2']
         phases = ['checkpoint'] + {'pair': ['rollback'], 'single': ['replan']}.get(inj, [])
-        for _ in range(r.randint(1, 2 if short else 3)):
+        for _ in range(r.randint(1, 2 if short else 5)):
             f = {'kind': 'stop-process', 'dur': dur()}
             if r.random() < 0.5:
                 f['phase'] = r.choice(phases)
@@ -232,7 +232,7 @@ def plan_run(seed, mode, short):
         workers, joins = STAGES + r.randint(0, 2), 0
         kinds = ['kill-burst'] * 3 + ['stop-worker'] * 2 + ['stop-manager', 'term-worker',
                  'kill@checkpoint', 'kill@replan', 'kill@rollback', 'kill@join']
-        chosen = [r.choice(kinds) for _ in range(3 if short else r.randint(2, 4))]
+        chosen = [r.choice(kinds) for _ in range(3 if short else r.randint(3, 7))]
         if 'kill@replan' in chosen:      # needs a node holding two stages and a standby
             workers = max(workers, STAGES + 1)
             chosen.append('kill-1')
@@ -243,6 +243,8 @@ def plan_run(seed, mode, short):
             c['opts'] += ['--join', f'step={r.randint(5, c["steps"] // 2)},count={joins}']
         if r.random() < 0.4:
             c['opts'] += ['--min-stages', '2']
+        if not short and r.random() < 0.7:  # killed workers come back: more faults land
+            c['opts'] += ['--replace-after-s', r.choice(['0.5', '1', '2'])]
         c['opts'] += ['--processes', '--workers', str(workers), '--restarts', '2']
         if 'stop-manager' in chosen and r.random() < 0.5:
             c['opts'] += ['--manager-timeout-s', '2']   # a long stall then costs a restart

@@ -471,3 +471,57 @@ TEST_CASE("a manager stopped longer than --manager-timeout-s that comes back aft
   CHECK(verdict.status == 0);
   CHECK(verdict.output.find("40 steps stand") != std::string::npos);
 }
+
+namespace {
+// A step's plan event as a metrics row shows it: step, generation, event.
+std::vector<std::string> plan_events(const metrics_rows& m) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < m.steps.size(); ++i)
+    if (!m.events[i].empty() || (i > 0 && m.generations[i] != m.generations[i - 1]))
+      out.push_back(std::to_string(m.steps[i]) + " g" + std::to_string(m.generations[i]) +
+                    " " + m.events[i]);
+  return out;
+}
+} // namespace
+
+TEST_CASE("the same scripted faults give the same plan events embedded and across "
+          "processes (two failovers each followed by a re-partition, and two neighbours "
+          "lost in one step followed by a rollback)",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(82);
+  cfg.steps = 12;
+  const std::vector<std::vector<std::string>> scripts{
+      {"--min-stages", "2", "--preempt", "node=3@step=3", "--preempt", "node=2@step=8"},
+      {"--preempt", "node=1@step=8", "--preempt", "node=2@step=8"}};
+  for (std::size_t i = 0; i < scripts.size(); ++i) {
+    scratch_dir work;
+    std::map<bool, std::vector<std::string>> events;
+    for (bool processes : {false, true}) {
+      const auto name =
+          std::string(processes ? "processes" : "embedded") + std::to_string(i);
+      auto extra = scripts[i];
+      for (std::string x : {"--checkpoint-every", "5", "--checkpoint-dir"})
+        extra.push_back(x);
+      extra.push_back(work.file(name + "_ckpt"));
+      auto args = process_run::args(cfg, work.file(name + ".csv"),
+                                    work.file(name + "_digests.csv"), extra);
+      if (!processes)
+        args.erase(args.begin() + 1); // --processes
+      child run(work, name, args, test_token);
+      const int status = run.wait_exit(90s);
+      INFO(run.log());
+      REQUIRE(status == 0);
+      events[processes] = plan_events(read_metrics(work.file(name + ".csv")));
+    }
+    std::string both;
+    for (bool p : {false, true}) {
+      both += p ? " processes:" : "embedded:";
+      for (const auto& e : events[p])
+        both += " [" + e + "]";
+    }
+    INFO(both);
+    CHECK(events[false].size() >= (i == 0 ? 4u : 1u));
+    CHECK(events[false] == events[true]);
+  }
+}

@@ -63,6 +63,7 @@ metrics_rows read_metrics(const std::string& path) {
     REQUIRE(cells.size() == 8);
     m.steps.push_back(std::stol(cells[0]));
     m.losses.push_back(std::stod(cells[1]));
+    m.generations.push_back(std::stol(cells[3]));
     m.events.push_back(cells[7]);
   }
   return m;

@@ -31,6 +31,7 @@ reference embedded_reference(const train_config& cfg);
 struct metrics_rows {
   std::vector<long> steps;
   std::vector<double> losses;
+  std::vector<long> generations;
   std::vector<std::string> events;
   // A step redone after a rollback has two rows: the last one stands.
   metrics_rows standing() const {
@@ -41,6 +42,7 @@ struct metrics_rows {
     for (auto [k, i] : last) {
       out.steps.push_back(k);
       out.losses.push_back(losses[i]);
+      out.generations.push_back(generations[i]);
       out.events.push_back(events[i]);
     }
     return out;
@@ -119,7 +121,6 @@ struct process_run {
     return status;
   }
 };
-
 
 // Exited (a zombie until the launcher reaps it) or reaped.
 bool gone(pid_t pid);

@@ -336,3 +336,29 @@ TEST_CASE("with --pipelines auto standby nodes that can form a pipeline add one 
   CHECK(fit_pipelines(7, 4, 4) == 1);
   CHECK(fit_pipelines(12, 4, 4) == 2); // 3 would not share 4 micro-batches
 }
+
+TEST_CASE("a plan's end is decided once for both modes: a re-plan goes on even under a "
+          "stop signal, a loss shadows cannot cover rolls back only with checkpoints and "
+          "no stop, everything else ends the run",
+          "[plan]") {
+  int cases = 0;
+  for (int bits = 0; bits < 32; ++bits) {
+    plan_outcome o;
+    o.failed = bits & 1;
+    o.unrecoverable = bits & 2;
+    o.replanned = bits & 4;
+    o.checkpoints = bits & 8;
+    o.stopping = bits & 16;
+    plan_end want = plan_end::finish;
+    if (!o.failed && o.replanned)
+      want = plan_end::replan;
+    else if (o.failed && o.unrecoverable && o.checkpoints && !o.stopping)
+      want = plan_end::roll_back;
+    INFO("failed " << o.failed << " unrecoverable " << o.unrecoverable << " replanned "
+                   << o.replanned << " checkpoints " << o.checkpoints << " stopping "
+                   << o.stopping);
+    CHECK(after_plan(o) == want);
+    cases += after_plan(o) == plan_end::roll_back;
+  }
+  CHECK(cases == 2); // with and without a re-plan mark on the failed plan
+}
