@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "log/log.hpp"
+#include "model/checkpoint_manifest.hpp"
 #include "model/safetensors.hpp"
 
 namespace bamboo {
@@ -26,7 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* format_name = "bamboo-checkpoint-1";
 constexpr const char* state_file = "state.safetensors";
 constexpr const char* manifest_file = "manifest.json";
 
@@ -100,20 +100,6 @@ std::vector<std::pair<std::int64_t, std::string>> listed(const std::string& dir)
   return out;
 }
 
-std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> out;
-  std::size_t begin = 0;
-  while (begin < list.size()) {
-    auto comma = list.find(',', begin);
-    if (comma == std::string::npos)
-      comma = list.size();
-    if (comma > begin)
-      out.push_back(list.substr(begin, comma - begin));
-    begin = comma + 1;
-  }
-  return out;
-}
-
 // A file name inside a step directory: no path, nothing hidden.
 bool plain_name(const std::string& name) {
   return !name.empty() && name[0] != '.' && name.find('/') == std::string::npos;
@@ -171,25 +157,7 @@ std::optional<checkpoint_shard> write_checkpoint_shard(
 bool write_checkpoint_manifest(const std::string& dir, const checkpoint_manifest& m,
                                int keep, std::string& error) {
   const auto path = checkpoint_step_dir(dir, m.step);
-  std::map<std::string, std::string> manifest{
-      {"format", format_name},
-      {"step", std::to_string(m.step)},
-      {"config", m.config},
-      {"seed", std::to_string(m.seed)},
-      {"cursor", std::to_string(m.cursor)},
-      {"generation", std::to_string(m.generation)},
-      {"plan", m.plan}};
-  std::string files;
-  std::uint64_t tensors = 0;
-  for (const auto& f : m.files) {
-    files += (files.empty() ? "" : ",") + f.file;
-    manifest[f.file + ".sha256"] = f.sha256;
-    manifest[f.file + ".bytes"] = std::to_string(f.bytes);
-    tensors += f.tensors;
-  }
-  manifest["files"] = files;
-  manifest["tensors"] = std::to_string(tensors);
-  const auto text = format_string_object(manifest);
+  const auto text = format_manifest(m);
   if (!write_file_atomically((fs::path(path) / manifest_file).string(),
                              std::vector<std::uint8_t>(text.begin(), text.end()), error))
     return false;
@@ -234,69 +202,57 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
                                            : std::string(manifest_file) + ": " + why;
     return std::nullopt;
   }
-  auto m = parse_string_object(
-      std::string(manifest_bytes->begin(), manifest_bytes->end()), error);
-  if (!m) {
+  auto parsed =
+      parse_manifest(std::string(manifest_bytes->begin(), manifest_bytes->end()), error);
+  if (!parsed) {
     error = "manifest: " + error;
     return std::nullopt;
   }
-  auto field = [&](const std::string& key) {
-    return m->count(key) ? m->at(key) : std::string();
-  };
-  if (field("format") != format_name) {
-    error = "manifest: not a " + std::string(format_name) + " manifest";
-    return std::nullopt;
-  }
+  const auto& m = parsed->m;
   checkpoint c;
-  // The step, strictly a decimal number, and the one its directory is named
-  // after: an edited step would run one step's state as another's.
-  const auto step = strict_step(field("step"));
-  if (!step) {
-    error = "manifest: the step '" + field("step") + "' is not a step number";
-    return std::nullopt;
-  }
+  // The step, and the one its directory is named after: an edited step would
+  // run one step's state as another's.
   const auto named = step_of_dir(fs::path(path).filename().string());
-  if (!named || *named != *step) {
-    error = "manifest: step " + std::to_string(*step) + " in the directory " +
+  if (!named || *named != m.step) {
+    error = "manifest: step " + std::to_string(m.step) + " in the directory " +
             fs::path(path).filename().string();
     return std::nullopt;
   }
-  c.step = *step;
-  c.config = field("config");
-  const auto files = split_names(field("files"));
-  if (files.empty()) {
+  c.step = m.step;
+  c.config = m.config;
+  if (m.files.empty()) {
     error = "manifest: no files";
     return std::nullopt;
   }
-  for (const auto& file : files) {
+  for (const auto& f : m.files) {
+    const auto& file = f.file;
     if (!plain_name(file)) {
       error = "manifest: a file name that is not plain: " + file;
       return std::nullopt;
     }
     // Its size is the manifest's before a byte is read: a crafted or sparse
     // file of 200 GB is refused, not allocated.
-    const auto size = strict_step(field(file + ".bytes"));
-    if (!size) {
-      error = "manifest: no size of " + file;
-      return std::nullopt;
-    }
     auto bytes = read_bytes((fs::path(path) / file).string(), &why,
-                            static_cast<std::size_t>(*size));
+                            static_cast<std::size_t>(f.bytes));
     if (!bytes) {
       error = why == "missing or unreadable" ? "no " + file : file + ": " + why;
       return std::nullopt;
     }
     const auto digest = sha256_hex(*bytes);
-    if (digest != field(file + ".sha256") ||
-        std::to_string(bytes->size()) != field(file + ".bytes")) {
+    if (digest != f.sha256 || bytes->size() != f.bytes) {
       error = file + " does not match the manifest (SHA-256 " + digest + ", " +
-              std::to_string(bytes->size()) + " bytes; the manifest says " +
-              field(file + ".sha256") + ", " + field(file + ".bytes") + " bytes)";
+              std::to_string(bytes->size()) + " bytes; the manifest says " + f.sha256 +
+              ", " + std::to_string(f.bytes) + " bytes)";
       return std::nullopt;
     }
     auto st = decode_safetensors(*bytes, error);
     if (!st) {
       error = file + ": " + error;
+      return std::nullopt;
+    }
+    if (parsed->version >= 2 && st->tensors.size() != f.tensors) {
+      error = file + ": " + std::to_string(st->tensors.size()) +
+              " tensors, and the manifest counts " + std::to_string(f.tensors);
       return std::nullopt;
     }
     for (auto& t : st->tensors)
@@ -307,10 +263,9 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
   }
   // The files hold what the manifest counted (a file dropped from its list is
   // not a smaller checkpoint).
-  const auto counted = strict_step(field("tensors"));
-  if (!counted || static_cast<std::size_t>(*counted) != c.tensors.size()) {
+  if (parsed->tensors != c.tensors.size()) {
     error = "manifest: " + std::to_string(c.tensors.size()) +
-            " tensors in its files, and it counts '" + field("tensors") + "'";
+            " tensors in its files, and it counts " + std::to_string(parsed->tensors);
     return std::nullopt;
   }
   return c;

@@ -43,16 +43,6 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-// The subset of JSON a safetensors header uses: objects, arrays, strings and
-// non-negative integers.
-struct json_value {
-  enum kind_t { string, integer, array, object } kind = string;
-  std::string text;
-  std::uint64_t number = 0;
-  std::vector<json_value> items;
-  std::vector<std::pair<std::string, json_value>> members;
-};
-
 class json_reader {
 public:
   explicit json_reader(const std::string& s) : s_(s) {}
@@ -436,6 +426,14 @@ std::optional<safetensors_file> read_safetensors(const std::string& path,
   if (!f)
     error = path + ": " + error;
   return f;
+}
+
+std::optional<json_value> parse_json(const std::string& text, std::string& error) {
+  return json_reader(text).document(error);
+}
+
+std::string json_quoted(const std::string& s) {
+  return quoted(s);
 }
 
 std::optional<std::map<std::string, std::string>>

@@ -66,7 +66,20 @@ bool write_safetensors(const std::string& path, const safetensors_file& f,
 std::optional<safetensors_file> read_safetensors(const std::string& path,
                                                  std::string& error);
 
-// A JSON object of string values (a checkpoint's manifest), read with the same
+// The strict JSON subset safetensors headers and checkpoint manifests use:
+// objects, arrays, strings (ASCII escapes) and non-negative integers of at
+// most 18 digits, nested at most 8 deep.
+struct json_value {
+  enum kind_t { string, integer, array, object } kind = string;
+  std::string text;
+  std::uint64_t number = 0;
+  std::vector<json_value> items;
+  std::vector<std::pair<std::string, json_value>> members;
+};
+std::optional<json_value> parse_json(const std::string& text, std::string& error);
+std::string json_quoted(const std::string& s); // with quotes, escaped
+
+// A JSON object of string values (a version 1 checkpoint manifest), read with the same
 // strict reader as safetensors headers; nullopt and `error` otherwise.
 std::optional<std::map<std::string, std::string>>
 parse_string_object(const std::string& json, std::string& error);

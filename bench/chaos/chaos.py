@@ -230,8 +230,8 @@ def plan_run(seed, mode, short):
     elif mode == 'processes':
         c['steps'] = r.randint(60, 80) if short else r.randint(80, 160)
         workers, joins = STAGES + r.randint(0, 2), 0
-        kinds = ['kill-burst'] * 3 + ['stop-worker'] * 2 + ['stop-manager', 'term-worker',
-                 'kill@checkpoint', 'kill@replan', 'kill@rollback', 'kill@join']
+        kinds = ['kill-burst'] * 3 + ['stop-worker'] * 2 + ['stop-manager'] * 2 + [
+            'term-worker'] + ['kill@checkpoint', 'kill@replan', 'kill@rollback', 'kill@join'] * 2
         chosen = [r.choice(kinds) for _ in range(3 if short else r.randint(3, 7))]
         if 'kill@replan' in chosen:      # needs a node holding two stages and a standby
             workers = max(workers, STAGES + 1)

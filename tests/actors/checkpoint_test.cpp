@@ -17,6 +17,8 @@
 #include "actors/errors.hpp"
 #include "actors/shard_writer.hpp"
 #include "model/checkpoint.hpp"
+#include "model/checkpoint_manifest.hpp"
+#include "model/safetensors.hpp"
 #include "tests/run_command.hpp"
 #include "tests/scratch_dir.hpp"
 
@@ -436,19 +438,20 @@ TEST_CASE("a checkpoint whose manifest or tensor file is a symbolic link is refu
   CHECK(skipped[0].find("a symbolic link (refused)") != std::string::npos);
 }
 
-TEST_CASE("a manifest whose step was edited - to another step or with junk after it - "
-          "is refused by name, and the checkpoint before it is used",
+TEST_CASE("a manifest whose step was edited - to another step, with junk after it, as a "
+          "string or twice - is refused by name, and the checkpoint before it is used",
           "[actors]") {
   const scratch_dir dir;
   checkpoints_2_and_4(dir.path());
   const auto manifest = dir.path() + "/step-00000004/manifest.json";
   const auto original = text_of(manifest);
-  const std::string field = "\"step\": \"4\"";
+  const std::string field = "\"step\": 4,";
   REQUIRE(original.find(field) != std::string::npos);
-  for (const char* edit : {"5", "4junk", "-4", " 4", "4.0", "", "99999999999999999999"}) {
+  for (const char* edit :
+       {"5", "4junk", "-4", "4.0", "", "99999999999999999999", "\"4\"", "4, \"step\": 4"}) {
     INFO("step edited to '" << edit << "'");
     auto m = original;
-    m.replace(m.find(field), field.size(), "\"step\": \"" + std::string(edit) + "\"");
+    m.replace(m.find(field), field.size(), "\"step\": " + std::string(edit) + ",");
     std::ofstream(manifest, std::ios::binary | std::ios::trunc) << m;
     std::vector<std::string> skipped;
     std::string error;
@@ -560,4 +563,69 @@ TEST_CASE("300 crafted manifests are each refused with a reason - never an abort
   }
   INFO(refused << " of 300 refused");
   CHECK(refused > 200);
+}
+
+TEST_CASE("a version 1 manifest (strings for numbers) is still read, a manifest of "
+          "another format version is refused by its number, and a file's tensor count is "
+          "checked",
+          "[actors]") {
+  const scratch_dir dir;
+  checkpoints_2_and_4(dir.path());
+  const auto manifest = dir.path() + "/step-00000004/manifest.json";
+  const auto original = text_of(manifest);
+  std::vector<std::string> none;
+  std::string no_error;
+  const auto intact = load_latest_checkpoint(dir.path(), none, no_error);
+  REQUIRE(intact);
+  REQUIRE(intact->step == 4);
+  auto with = [&](const std::string& text) {
+    std::ofstream(manifest, std::ios::binary | std::ios::trunc) << text;
+    std::vector<std::string> skipped;
+    std::string error;
+    auto c = load_latest_checkpoint(dir.path(), skipped, error);
+    REQUIRE(c);
+    return std::make_pair(c, skipped);
+  };
+  // The same checkpoint as the previous build wrote its manifest.
+  std::string error;
+  const auto v2 = parse_manifest(original, error);
+  INFO(error);
+  REQUIRE(v2);
+  CHECK(v2->version == 2);
+  const auto& m = v2->m;
+  auto str = [](auto n) { return json_quoted(std::to_string(n)); };
+  std::string files, old = "{\"format\": \"bamboo-checkpoint-1\", \"step\": " +
+                           str(m.step) + ", \"config\": " + json_quoted(m.config) +
+                           ", \"seed\": " + str(m.seed) + ", \"cursor\": " +
+                           str(m.cursor) + ", \"generation\": " + str(m.generation) +
+                           ", \"plan\": " + json_quoted(m.plan) +
+                           ", \"tensors\": " + str(v2->tensors);
+  for (const auto& f : m.files) {
+    files += (files.empty() ? "" : ",") + f.file;
+    old += ", " + json_quoted(f.file + ".sha256") + ": " + json_quoted(f.sha256) + ", " +
+           json_quoted(f.file + ".bytes") + ": " + str(f.bytes);
+  }
+  old += ", \"files\": " + json_quoted(files) + "}";
+  INFO(old);
+  auto [c1, s1] = with(old);
+  CHECK(c1->step == 4);
+  CHECK(s1.empty());
+  CHECK(c1->tensors == intact->tensors);
+  // A newer build's manifest.
+  auto v3 = original;
+  v3.replace(v3.find("\"version\": 2"), 12, "\"version\": 3");
+  auto [c3, s3] = with(v3);
+  CHECK(c3->step == 2);
+  REQUIRE(s3.size() == 1);
+  CHECK(s3[0].find("format version 3: this build reads versions 1 and 2") !=
+        std::string::npos);
+  // One file's count edited (the total kept): refused.
+  auto counted = original;
+  const auto at = counted.find("\"tensors\": ", counted.find("\"files\""));
+  REQUIRE(at != std::string::npos);
+  counted.insert(at + 11, "1");
+  auto [cc, sc] = with(counted);
+  CHECK(cc->step == 2);
+  REQUIRE(sc.size() == 1);
+  CHECK(sc[0].find("tensors, and the manifest counts 1") != std::string::npos);
 }

@@ -2,9 +2,9 @@
 little-endian header length, JSON header, raw little-endian data) with numpy,
 and prints what it found: one line per tensor, `name shape count first last sum`
 (values as exact Python floats), then one line per metadata entry. Given a
-checkpoint's step directory, it reads manifest.json, checks the SHA-256 and
-size of every file it lists, and prints the tensors of all of them, then
-`manifest KEY=VALUE` lines. Run with Debian's /usr/bin/python3 (python3-numpy)."""
+checkpoint's step directory, it reads manifest.json (format version 2), checks
+the SHA-256, size and tensor count of every file it lists, and prints the
+tensors of all of them, then `manifest KEY=VALUE` lines (files as "a,b"). Run with Debian's /usr/bin/python3 (python3-numpy)."""
 import hashlib
 import json
 import os
@@ -21,12 +21,14 @@ def main(path):
         return
     with open(os.path.join(path, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
-    for name in manifest["files"].split(","):
-        with open(os.path.join(path, name), "rb") as f:
+    assert manifest["format"] == "bamboo-checkpoint" and manifest["version"] == 2, manifest
+    for entry in manifest["files"]:
+        with open(os.path.join(path, entry["name"]), "rb") as f:
             raw = f.read()
-        assert hashlib.sha256(raw).hexdigest() == manifest[name + ".sha256"], name
-        assert str(len(raw)) == manifest[name + ".bytes"], name
-        read_file(raw)
+        assert hashlib.sha256(raw).hexdigest() == entry["sha256"], entry
+        assert len(raw) == entry["bytes"], entry
+        assert read_file(raw) == entry["tensors"], entry
+    manifest["files"] = ",".join(e["name"] for e in manifest["files"])
     for k, v in sorted(manifest.items()):
         print(f"manifest {k}={v}")
 
@@ -45,6 +47,7 @@ def read_file(raw):
         print(f"{name} {shape} {a.size} {flat[0]!r} {flat[-1]!r} {flat.sum()!r}")
     for k, v in sorted(meta.items()):
         print(f"meta {k}={v}")
+    return len(header)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,34 @@
+// A checkpoint's manifest.json, the one format of what a checkpoint holds.
+// Version 2 (written): {"format": "bamboo-checkpoint", "version": 2, "step": 6,
+// "seed": ..., "cursor": ..., "generation": ..., "plan": "0 1 2 3", "config":
+// "...", "tensors": 40, "files": [{"name": "stage-0.safetensors", "sha256":
+// "...", "bytes": 1234, "tensors": 20}, ...]}: numbers as numbers, each key
+// once. Version 1 ("format": "bamboo-checkpoint-1", every value a string, the
+// files as "a,b" with "a.sha256" and "a.bytes") is still read; any other
+// version is refused by its number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model/checkpoint.hpp"
+
+namespace bamboo {
+
+inline constexpr int manifest_version = 2;
+
+std::string format_manifest(const checkpoint_manifest& m);
+
+struct parsed_manifest {
+  int version = 0;
+  checkpoint_manifest m;     // per-file tensor counts are 0 in version 1
+  std::uint64_t tensors = 0; // in all its files
+};
+
+// Strict: a number where a number belongs (decimal digits, at most 18), a
+// string where a string belongs, no key twice, no file named twice; nullopt
+// and `error` (naming the field, or the version) otherwise.
+std::optional<parsed_manifest> parse_manifest(const std::string& text, std::string& error);
+
+} // namespace bamboo
