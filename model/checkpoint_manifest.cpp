@@ -24,7 +24,8 @@ std::vector<std::string> split_commas(const std::string& s) {
   std::size_t at = 0;
   while (at <= s.size() && !s.empty()) {
     const auto comma = s.find(',', at);
-    out.push_back(s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    out.push_back(
+        s.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
     if (comma == std::string::npos)
       break;
     at = comma + 1;
@@ -33,9 +34,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 // An object's members by name, each once.
-std::optional<std::map<std::string, const json_value*>> members(const json_value& v,
-                                                                 const std::string& what,
-                                                                 std::string& error) {
+std::optional<std::map<std::string, const json_value*>>
+members(const json_value& v, const std::string& what, std::string& error) {
   if (v.kind != json_value::object) {
     error = what + " is not a JSON object";
     return std::nullopt;
@@ -73,8 +73,8 @@ public:
 private:
   std::nullopt_t bad(const std::string& key, const char* kind) {
     if (error_.empty())
-      error_ = what_ + ": '" + key + "' is " + (m_.count(key) ? "not " : "missing, ") +
-               kind;
+      error_ =
+          what_ + ": '" + key + "' is " + (m_.count(key) ? "not " : "missing, ") + kind;
     return std::nullopt;
   }
   std::map<std::string, const json_value*> m_;
@@ -152,8 +152,8 @@ std::optional<parsed_manifest> version_1(const std::string& text, std::string& e
     auto bytes = number(name + ".bytes");
     if (!bytes)
       return std::nullopt;
-    p.m.files.push_back({name, field(name + ".sha256"),
-                         static_cast<std::uint64_t>(*bytes), 0});
+    p.m.files.push_back(
+        {name, field(name + ".sha256"), static_cast<std::uint64_t>(*bytes), 0});
   }
   return p;
 }
@@ -164,8 +164,9 @@ std::string format_manifest(const checkpoint_manifest& m) {
   std::uint64_t tensors = 0;
   std::string files;
   for (const auto& f : m.files) {
-    files += std::string(files.empty() ? "" : ",") + "\n    {\"name\": " +
-             json_quoted(f.file) + ", \"sha256\": " + json_quoted(f.sha256) +
+    files += std::string(files.empty() ? "" : ",") +
+             "\n    {\"name\": " + json_quoted(f.file) +
+             ", \"sha256\": " + json_quoted(f.sha256) +
              ", \"bytes\": " + std::to_string(f.bytes) +
              ", \"tensors\": " + std::to_string(f.tensors) + "}";
     tensors += f.tensors;
@@ -182,7 +183,8 @@ std::string format_manifest(const checkpoint_manifest& m) {
          "\n  ]\n}\n";
 }
 
-std::optional<parsed_manifest> parse_manifest(const std::string& text, std::string& error) {
+std::optional<parsed_manifest> parse_manifest(const std::string& text,
+                                              std::string& error) {
   auto root = parse_json(text, error);
   if (!root)
     return std::nullopt;
@@ -199,8 +201,8 @@ std::optional<parsed_manifest> parse_manifest(const std::string& text, std::stri
   if (format->text == format_v1) {
     p = version_1(text, error);
   } else if (format->text != format_name) {
-    error = "not a " + std::string(format_name) + " manifest (format '" + format->text +
-            "')";
+    error =
+        "not a " + std::string(format_name) + " manifest (format '" + format->text + "')";
     return std::nullopt;
   } else {
     auto version = f.number("version");

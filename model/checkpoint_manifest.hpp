@@ -29,6 +29,7 @@ struct parsed_manifest {
 // Strict: a number where a number belongs (decimal digits, at most 18), a
 // string where a string belongs, no key twice, no file named twice; nullopt
 // and `error` (naming the field, or the version) otherwise.
-std::optional<parsed_manifest> parse_manifest(const std::string& text, std::string& error);
+std::optional<parsed_manifest> parse_manifest(const std::string& text,
+                                              std::string& error);
 
 } // namespace bamboo

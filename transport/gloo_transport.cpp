@@ -1,5 +1,7 @@
 #include "transport/gloo_transport.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -47,6 +49,64 @@ public:
 
 private:
   std::shared_ptr<rendezvous_store> s_;
+};
+
+// A store whose waits end early when the group's generation ended: a rank
+// that died before it wrote its address would hold every other rank's join
+// (and its actor) for the whole timeout, and no transport exists yet to abort.
+// Waits go in slices; between them `ended` is asked.
+class ending_store final : public c10d::Store {
+public:
+  ending_store(c10::intrusive_ptr<c10d::Store> base,
+               std::function<std::optional<std::string>()> ended,
+               std::chrono::milliseconds timeout)
+      : base_(std::move(base)), ended_(std::move(ended)) {
+    timeout_ = timeout;
+  }
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    base_->set(key, value);
+  }
+  std::vector<uint8_t> compareSet(const std::string& key,
+                                  const std::vector<uint8_t>& expected,
+                                  const std::vector<uint8_t>& desired) override {
+    return base_->compareSet(key, expected, desired);
+  }
+  std::vector<uint8_t> get(const std::string& key) override {
+    wait({key}, timeout_);
+    return base_->get(key);
+  }
+  int64_t add(const std::string& key, int64_t value) override {
+    return base_->add(key, value);
+  }
+  bool deleteKey(const std::string& key) override { return base_->deleteKey(key); }
+  bool check(const std::vector<std::string>& keys) override { return base_->check(keys); }
+  int64_t getNumKeys() override { return base_->getNumKeys(); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    constexpr std::chrono::milliseconds slice{200};
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (auto why = ended_())
+        throw std::runtime_error(*why);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      try {
+        base_->wait(keys, std::max(std::chrono::milliseconds(1), std::min(slice, left)));
+        return;
+      } catch (const std::exception& e) {
+        const std::string what = e.what();
+        const bool timed_out = what.find("imeout") != std::string::npos ||
+                               what.find("imed out") != std::string::npos;
+        if (!timed_out || left <= slice)
+          throw;
+      }
+    }
+  }
+
+private:
+  c10::intrusive_ptr<c10d::Store> base_;
+  std::function<std::optional<std::string>()> ended_;
 };
 
 } // namespace
@@ -192,6 +252,8 @@ std::unique_ptr<gloo_transport> gloo_transport::join(const gloo_group_spec& spec
       so.timeout = spec.timeout;
       base = c10::make_intrusive<c10d::TCPStore>(spec.store_host, so);
     }
+    if (spec.ended)
+      base = c10::make_intrusive<ending_store>(base, spec.ended, spec.timeout);
     auto store = c10::make_intrusive<c10d::PrefixStore>(
         "bamboo/gen" + std::to_string(spec.generation), base);
     auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);

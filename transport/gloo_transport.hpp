@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "transport/rendezvous_store.hpp"
@@ -48,6 +50,9 @@ struct gloo_group_spec {
   std::string device_host = "127.0.0.1";
   // When set, the group meets here instead of at the TCPStore at store_host:port.
   std::shared_ptr<rendezvous_store> store = nullptr;
+  // The reason once this generation ended (a member was lost while the group
+  // formed): the join gives up then instead of at the timeout. May be unset.
+  std::function<std::optional<std::string>()> ended;
 };
 
 class gloo_transport final : public tensor_transport {

@@ -96,6 +96,13 @@ transport_registry::join(int rank, std::uint64_t generation, std::string& error)
   spec.rank = rank;
   spec.size = size_;
   spec.generation = generation;
+  spec.ended = [this, generation]() -> std::optional<std::string> {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto it = ended_.find(generation);
+    if (it == ended_.end())
+      return std::nullopt;
+    return "generation " + std::to_string(generation) + " ended: " + it->second;
+  };
   return gloo_transport::join(spec, error);
 }
 

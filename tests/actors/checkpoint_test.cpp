@@ -447,8 +447,8 @@ TEST_CASE("a manifest whose step was edited - to another step, with junk after i
   const auto original = text_of(manifest);
   const std::string field = "\"step\": 4,";
   REQUIRE(original.find(field) != std::string::npos);
-  for (const char* edit :
-       {"5", "4junk", "-4", "4.0", "", "99999999999999999999", "\"4\"", "4, \"step\": 4"}) {
+  for (const char* edit : {"5", "4junk", "-4", "4.0", "", "99999999999999999999", "\"4\"",
+                           "4, \"step\": 4"}) {
     INFO("step edited to '" << edit << "'");
     auto m = original;
     m.replace(m.find(field), field.size(), "\"step\": " + std::string(edit) + ",");
@@ -594,12 +594,11 @@ TEST_CASE("a version 1 manifest (strings for numbers) is still read, a manifest 
   CHECK(v2->version == 2);
   const auto& m = v2->m;
   auto str = [](auto n) { return json_quoted(std::to_string(n)); };
-  std::string files, old = "{\"format\": \"bamboo-checkpoint-1\", \"step\": " +
-                           str(m.step) + ", \"config\": " + json_quoted(m.config) +
-                           ", \"seed\": " + str(m.seed) + ", \"cursor\": " +
-                           str(m.cursor) + ", \"generation\": " + str(m.generation) +
-                           ", \"plan\": " + json_quoted(m.plan) +
-                           ", \"tensors\": " + str(v2->tensors);
+  std::string files,
+      old = "{\"format\": \"bamboo-checkpoint-1\", \"step\": " + str(m.step) +
+            ", \"config\": " + json_quoted(m.config) + ", \"seed\": " + str(m.seed) +
+            ", \"cursor\": " + str(m.cursor) + ", \"generation\": " + str(m.generation) +
+            ", \"plan\": " + json_quoted(m.plan) + ", \"tensors\": " + str(v2->tensors);
   for (const auto& f : m.files) {
     files += (files.empty() ? "" : ",") + f.file;
     old += ", " + json_quoted(f.file + ".sha256") + ": " + json_quoted(f.sha256) + ", " +

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "transport/gloo_transport.hpp"
+#include "transport/transport_registry.hpp"
 
 using namespace bamboo;
 using namespace std::chrono_literals;
@@ -167,4 +168,39 @@ TEST_CASE("an abort that races a recv starting on another thread never leaves it
   }
   CHECK(slow == 0);
   CHECK(not_aborted == 0);
+}
+
+TEST_CASE("a group whose generation ends while a rank never came gives up at once, not "
+          "at the 30 s timeout - through the registry, as a worker ends a generation",
+          "[transport]") {
+  // Two of three ranks join; the third died before it wrote its address.
+  transport_registry registry(transport_kind::gloo, 3);
+  std::string e1, e2;
+  std::shared_ptr<tensor_transport> t1, t2;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread a([&] { t1 = registry.connect(1, 7, e1); });
+  std::thread b([&] { t2 = registry.connect(2, 7, e2); });
+  std::this_thread::sleep_for(300ms);
+  registry.abort(7, "node 0 lost");
+  a.join();
+  b.join();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  INFO("joins gave up after " << took.count() << " ms: '" << e1 << "' / '" << e2 << "'");
+  CHECK_FALSE(t1);
+  CHECK_FALSE(t2);
+  CHECK(e1.find("generation 7 ended: node 0 lost") != std::string::npos);
+  CHECK(took < 3s); // one 200 ms slice after the abort, on a loaded machine
+  // The next generation forms as usual, on the same store, with all three.
+  std::shared_ptr<tensor_transport> n[3];
+  std::string en[3];
+  std::thread r1([&] { n[1] = registry.connect(1, 8, en[1]); });
+  std::thread r2([&] { n[2] = registry.connect(2, 8, en[2]); });
+  n[0] = registry.connect(0, 8, en[0]);
+  r1.join();
+  r2.join();
+  INFO(en[0] << " / " << en[1] << " / " << en[2]);
+  CHECK(n[0]);
+  CHECK(n[1]);
+  CHECK(n[2]);
 }
