@@ -358,14 +358,8 @@ caf::expected<run_result> run_embedded(const train_config& cfg, const run_option
   spec.checkpoints = writer;
   spec.checkpoint_every = ck.every;
   spec.replans = replans;
-  spec.heartbeats = opts.heartbeats;
+  take_options(spec, opts);
   spec.collect_parameters = opts.collect_parameters;
-  spec.collect_digests = opts.collect_digests;
-  spec.on_step = opts.on_step;
-  spec.on_failover = opts.on_failover;
-  spec.on_replan = opts.on_replan;
-  spec.on_rollback = opts.on_rollback;
-  spec.stop_signal = opts.stop_signal;
   if (door) {
     spec.board = door->board;
     spec.controls = door->controls;

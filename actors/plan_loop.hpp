@@ -88,6 +88,18 @@ struct plan_loop_spec {
   std::shared_ptr<actor_board> actors;
 };
 
+// The fields both modes' options share (run_options, cluster_options).
+template <class Options>
+void take_options(plan_loop_spec& s, const Options& o) {
+  s.heartbeats = o.heartbeats;
+  s.collect_digests = o.collect_digests;
+  s.on_step = o.on_step;
+  s.on_failover = o.on_failover;
+  s.on_replan = o.on_replan;
+  s.on_rollback = o.on_rollback;
+  s.stop_signal = o.stop_signal;
+}
+
 // Trains cfg.steps steps over as many plans as the run needs. Errors as the
 // manager's (errc::unrecoverable_failure when nothing can mend a loss).
 caf::expected<run_result> run_plans(caf::actor_system& sys, const plan_loop_spec& spec,

@@ -247,13 +247,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   spec.checkpoints = writer;
   spec.checkpoint_every = ck.every;
   spec.replans = std::make_shared<checkpoint_writer>(replan_files.path(), 1);
-  spec.heartbeats = opts.heartbeats; // the grace for a failed transfer
-  spec.collect_digests = opts.collect_digests;
-  spec.on_step = opts.on_step;
-  spec.on_failover = opts.on_failover;
-  spec.on_replan = opts.on_replan;
-  spec.on_rollback = opts.on_rollback;
-  spec.stop_signal = opts.stop_signal;
+  take_options(spec, opts); // heartbeats: the grace for a failed transfer too
   spec.board = board;
   spec.controls = controls;
   spec.actors = actors;
