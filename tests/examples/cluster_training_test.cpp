@@ -428,7 +428,10 @@ TEST_CASE("workers leave a manager killed with kill -9 or stopped with kill -STO
   for (pid_t w : workers)
     while (!gone(w) && std::chrono::steady_clock::now() - t0 < 10s)
       std::this_thread::sleep_for(10ms);
-  const auto left = std::chrono::steady_clock::now() - t0;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - t0);
+  std::printf("%s of the manager: its workers left after %lld ms\n",
+              stop ? "kill -STOP" : "kill -9", static_cast<long long>(left.count()));
   for (pid_t w : workers)
     CHECK(gone(w));
   CHECK(left <= 2 * 1000ms);
