@@ -1,6 +1,8 @@
 #include "actors/net/auth.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -92,24 +94,33 @@ std::optional<std::string> read_secret(const std::string& file, const char* env,
     const char* v = std::getenv(env);
     return std::string(v ? v : "");
   }
+  // Opened first, then checked on the descriptor: the file read is the file checked.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (::stat(file.c_str(), &st) != 0) {
-    error = "cannot read token file '" + file + "'";
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      ::close(fd);
+    error = "cannot read token file '" + file + "'" +
+            (fd >= 0 ? std::string(": not a regular file") : std::string());
     return std::nullopt;
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    ::close(fd);
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
     error = "token file '" + file + "' has mode " + mode +
             ": group and others must not have access (chmod 600 " + file + ")";
     return std::nullopt;
   }
-  std::ifstream in(file);
-  if (!in) {
+  char buf[4096]; // a token is its first line; more is not read
+  const auto n = ::read(fd, buf, sizeof(buf));
+  ::close(fd);
+  if (n < 0) {
     error = "cannot read token file '" + file + "'";
     return std::nullopt;
   }
-  std::getline(in, secret);
+  secret.assign(buf, static_cast<std::size_t>(n));
+  secret = secret.substr(0, secret.find('\n'));
   if (!secret.empty() && secret.back() == '\r')
     secret.pop_back();
   return secret;

@@ -11,12 +11,14 @@
 #include "examples/cluster/status.hpp"
 #include "model/checkpoint.hpp"
 #include "model/data.hpp"
+#include "model/safetensors.hpp"
 
 namespace bamboo::app {
 
-// Each line is flushed: a failed write shows at once.
-void run_report::check(std::ofstream& f, const char* what, const std::string& file) {
-  if (f || !write_error_.empty())
+// Each line is written at once: a failed write shows at once.
+void run_report::put(record_file& f, const std::string& line, const char* what,
+                     const std::string& file) {
+  if (f.write(line) || !write_error_.empty())
     return;
   write_error_ = std::string("cannot write ") + what + " file '" + file +
                  "': " + std::strerror(errno);
@@ -30,17 +32,15 @@ bool run_report::open(const char* program) {
   if (o_.metrics.empty())
     return true;
   // A resumed run goes on with the rows of the run it resumes.
-  const bool append = o_.run.checkpoints.resume &&
-                      std::ifstream(o_.metrics).peek() != std::char_traits<char>::eof();
-  metrics_.open(o_.metrics, append ? std::ios::app : std::ios::trunc);
-  if (!metrics_) {
-    std::cerr << program << ": error: cannot write metrics file '" << o_.metrics << "'\n";
+  std::string error;
+  if (!metrics_.open(o_.metrics, o_.run.checkpoints.resume, error)) {
+    std::cerr << program << ": error: cannot write metrics file '" << o_.metrics
+              << "': " << error << "\n";
     return false;
   }
-  if (!append)
-    metrics_ << "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n"
-             << std::flush;
-  if (!metrics_) {
+  if (metrics_.size_at_open() == 0 &&
+      !metrics_.write(
+          "step,loss,samples_per_s,generation,lr,grad_norm,seconds,event\n")) {
     std::cerr << program << ": error: cannot write metrics file '" << o_.metrics
               << "': " << std::strerror(errno) << "\n";
     return false;
@@ -61,14 +61,14 @@ bool run_report::open_ledger(const char* program) {
     return false;
   }
   // A resumed run goes on with the ledger of the run it resumes.
-  ledger_.open(o_.ledger, o_.run.checkpoints.resume ? std::ios::app : std::ios::trunc);
-  if (!ledger_) {
-    std::cerr << program << ": error: cannot write ledger file '" << o_.ledger << "'\n";
+  std::string error;
+  if (!ledger_.open(o_.ledger, o_.run.checkpoints.resume, error)) {
+    std::cerr << program << ": error: cannot write ledger file '" << o_.ledger
+              << "': " << error << "\n";
     return false;
   }
   ledger_header h{cfg.seed, sample_count(*corpus, cfg.model), cfg.global_batch};
-  ledger_ << format_header(h) << "\n" << std::flush;
-  if (!ledger_) {
+  if (!ledger_.write(format_header(h) + "\n")) {
     std::cerr << program << ": error: cannot write ledger file '" << o_.ledger
               << "': " << std::strerror(errno) << "\n";
     return false;
@@ -81,17 +81,18 @@ void run_report::on_step(const step_record& r) {
   if (o_.run.checkpoints.resume && !resumed_) {
     resumed_ = true;
     if (ledger_.is_open())
-      ledger_ << format_rollback({r.step, "resumed from the checkpoint of step " +
-                                              std::to_string(r.step)})
-              << "\n";
+      put(ledger_,
+          format_rollback(
+              {r.step, "resumed from the checkpoint of step " + std::to_string(r.step)}) +
+              "\n",
+          "ledger", o_.ledger);
   }
   elapsed_ += r.seconds;
   if (ledger_.is_open()) {
     const std::int64_t g = o_.cfg.global_batch;
     ledger_commit c{r.step,           r.generation, r.step * g,
                     (r.step + 1) * g, r.owners,     r.shadows};
-    ledger_ << format_commit(c) << "\n" << std::flush; // each line survives a crash
-    check(ledger_, "ledger", o_.ledger);
+    put(ledger_, format_commit(c) + "\n", "ledger", o_.ledger);
   }
   if (metrics_.is_open()) {
     char line[256];
@@ -99,8 +100,7 @@ void run_report::on_step(const step_record& r) {
                   static_cast<long long>(r.step), r.loss, r.samples_per_s,
                   static_cast<unsigned long long>(r.generation), r.lr, r.grad_norm,
                   r.seconds, r.event.c_str());
-    metrics_ << line << std::flush;
-    check(metrics_, "metrics", o_.metrics);
+    put(metrics_, line, "metrics", o_.metrics);
   }
   if (!o_.quiet) {
     const auto& cfg = o_.cfg;
@@ -117,8 +117,7 @@ void run_report::on_step(const step_record& r) {
 
 void run_report::on_rollback(std::int64_t to_step, const std::string& why) {
   if (ledger_.is_open()) {
-    ledger_ << format_rollback({to_step, why}) << "\n" << std::flush;
-    check(ledger_, "ledger", o_.ledger);
+    put(ledger_, format_rollback({to_step, why}) + "\n", "ledger", o_.ledger);
   }
   std::printf("rolled back to the checkpoint of step %lld: %s\n",
               static_cast<long long>(to_step), why.c_str());
@@ -198,21 +197,25 @@ void run_report::summary(const run_result& r) const {
 bool run_report::write_digests(const char* program, const run_result& r) const {
   if (o_.digests.empty())
     return true;
-  std::ofstream out(o_.digests);
-  out << "role,name,count,digest\n";
+  std::string out = "role,name,count,digest\n";
   auto rows = [&](const char* role, const std::vector<schema::tensor_digest>& ds) {
     char hex[17];
     for (const auto& d : ds) {
       std::snprintf(hex, sizeof(hex), "%016llx",
                     static_cast<unsigned long long>(d.digest));
-      out << role << ',' << d.name << ',' << d.count << ',' << hex << '\n';
+      out += std::string(role) + ',' + d.name + ',' + std::to_string(d.count) + ',' +
+             hex + '\n';
     }
   };
   rows("owner", r.digests);
   rows("shadow", r.shadow_digests);
-  if (!out) {
+  // A new file renamed into place: a link planted at the name is replaced,
+  // never followed.
+  std::string error;
+  if (!write_file_atomically(o_.digests,
+                             std::vector<std::uint8_t>(out.begin(), out.end()), error)) {
     std::cerr << program << ": error: cannot write state digests to '" << o_.digests
-              << "'\n";
+              << "': " << error << "\n";
     return false;
   }
   return true;

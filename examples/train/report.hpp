@@ -3,13 +3,13 @@
 // and the exit status of a failed run.
 #pragma once
 
-#include <fstream>
 #include <string>
 
 #include <caf/error.hpp>
 
 #include "actors/plan/run_record.hpp"
 #include "examples/train/cli.hpp"
+#include "examples/train/record_file.hpp"
 
 namespace bamboo::app {
 
@@ -36,9 +36,11 @@ public:
 private:
   const cli_options& o_;
   bool open_ledger(const char* program);
-  void check(std::ofstream& f, const char* what, const std::string& file);
-  std::ofstream metrics_;
-  std::ofstream ledger_;
+  // Writes a line; on failure the run's record is cut (written() false).
+  void put(record_file& f, const std::string& line, const char* what,
+           const std::string& file);
+  record_file metrics_;
+  record_file ledger_;
   double elapsed_ = 0;
   bool resumed_ = false;
   const char* program_ = "bamboo";

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -179,6 +180,37 @@ TEST_CASE("bamboo-train trains and writes a metrics CSV", "[examples]") {
     ++rows;
   CHECK(rows == 3);
   CHECK(run_train("--help").status == 0);
+}
+
+TEST_CASE("a symbolic link planted at the metrics or ledger name is refused and its "
+          "target left as it was, and one at the digests name is replaced, not followed",
+          "[examples]") {
+  const scratch_dir dir;
+  const auto victim = dir.file("victim.txt");
+  std::ofstream(victim) << "precious\n";
+  auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (const char* option : {"--metrics", "--ledger"}) {
+    const auto link = dir.file(std::string(option + 2) + "-link");
+    std::filesystem::create_symlink(victim, link);
+    auto r = run_train(std::string("--steps 2 --stages 2 --quiet --log-level warn ") +
+                       option + " " + link);
+    INFO(option << ": " << r.output);
+    CHECK(r.status != 0);
+    CHECK(r.output.find("a symbolic link (refused)") != std::string::npos);
+    CHECK(text(victim) == "precious\n");
+  }
+  const auto digests = dir.file("digests-link");
+  std::filesystem::create_symlink(victim, digests);
+  auto r = run_train("--steps 2 --stages 2 --quiet --log-level warn --state-digests " +
+                     digests);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(text(victim) == "precious\n");
+  CHECK_FALSE(std::filesystem::is_symlink(digests));
+  CHECK(text(digests).rfind("role,name,count,digest\n", 0) == 0);
 }
 
 TEST_CASE("an embedded run's ledger verifies, and bamboo-ledger names a repeated step, "
