@@ -34,7 +34,9 @@ class local_nodes : public node_backend {
 public:
   // ids: the node names of this plan's nodes (after a rollback, the survivors').
   local_nodes(node_resources r, std::vector<int> ids)
-      : r_(std::move(r)), ids_(std::move(ids)) {}
+      : r_(std::move(r)), ids_(std::move(ids)) {
+    r_.names = ids_;
+  }
 
   int node_id(int node) const override { return ids_.at(static_cast<std::size_t>(node)); }
 

@@ -351,7 +351,7 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
       one_done();
     };
     request_shard(
-        a, dir, finished_ ? shadow_of(a) : stage_actor{},
+        a, dir, shadow_of(a),
         [g, one_done](checkpoint_shard& f) {
           g->m.files.push_back(std::move(f));
           one_done();
@@ -360,18 +360,20 @@ void manager_state::snapshot(const std::shared_ptr<checkpoint_writer>& writer,
   }
 }
 
-// One owner's file of a checkpoint. After the last step nothing changes the
-// state any more: when the owner is lost, `fallback` (its shadow, which holds
-// the same tensors) writes the file instead.
+// One owner's file of a checkpoint. When the owner is lost after the last
+// step, with this checkpoint the last step's, nothing changes the state any
+// more: `fallback` (its shadow, which holds the same tensors) writes the file
+// instead. Earlier, a shadow may already be past the checkpoint's step.
 void manager_state::request_shard(const stage_actor& a, const std::string& dir,
                                   const stage_actor& fallback,
                                   std::function<void(checkpoint_shard&)> got,
                                   std::function<void(const std::string&)> failed) {
   auto answered = std::make_shared<bool>(false);
-  auto fail_shard = [this, answered, dir, fallback, got, failed](const std::string& why) {
+  auto fail_shard = [this, answered, dir, fallback, got, failed,
+                     k = step_](const std::string& why) {
     if (std::exchange(*answered, true))
       return;
-    if (fallback && alive(fallback)) {
+    if (finished_ && k == step_ && fallback && alive(fallback)) {
       logger_->info("a lost owner's file of the last checkpoint comes from its shadow");
       return request_shard(fallback, dir, {}, got, failed);
     }

@@ -25,12 +25,21 @@ void node_group::kill_all(const caf::actor_addr& except) {
       caf::anon_send_exit(caf::actor_cast<caf::actor>(p), caf::exit_reason::kill);
 }
 
+namespace {
+int name_of(const node_resources& r, int node) {
+  return node >= 0 && static_cast<std::size_t>(node) < r.names.size()
+             ? r.names[static_cast<std::size_t>(node)]
+             : node;
+}
+} // namespace
+
 stage_actor spawn_replica(caf::local_actor* supervisor, int node, const node_resources& r,
                           std::shared_ptr<stage_executor> executor,
                           std::shared_ptr<node_group> group) {
   stage_actor_spec sh;
   sh.cfg = r.cfg;
   sh.node = node;
+  sh.name = name_of(r, node);
   sh.executor = std::move(executor);
   sh.injector = r.injector;
   sh.transports = r.transports;
@@ -49,6 +58,7 @@ node_handles spawn_node(caf::local_actor* supervisor, const node_assignment& a,
   stage_actor_spec st;
   st.cfg = r.cfg;
   st.node = a.node;
+  st.name = name_of(r, a.node);
   st.injector = r.injector;
   st.group = h.group;
   st.transports = r.transports;

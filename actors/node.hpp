@@ -75,6 +75,8 @@ struct node_resources {
   std::shared_ptr<const checkpoint> resume;
   // Where the node's actors say what they are doing (bamboo-inspect); may be null.
   std::shared_ptr<actor_board> actors;
+  // The nodes' names in logs, by plan number (empty: the number itself).
+  std::vector<int> names;
 };
 
 struct node_handles {

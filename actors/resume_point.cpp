@@ -62,7 +62,21 @@ newest_point(const train_config& cfg, const std::string& dir,
   auto logger = log::get("bamboo.checkpoint");
   std::vector<std::string> skipped;
   std::string error;
-  auto c = load_latest_checkpoint(dir, skipped, error);
+  // A checkpoint of this run's configuration that lacks a stage's tensors (a
+  // manifest that agrees with itself without one file) is passed over like a
+  // damaged one; one of another configuration is the user's mistake, named.
+  const auto parts = partition(model_of(cfg, corpus)->layer_costs(), cfg.stages);
+  auto incomplete = [&](const checkpoint& c) -> std::string {
+    if (other_config(cfg, c))
+      return {};
+    for (int s = 0; s < cfg.stages; ++s) {
+      auto problem = stage_executor(cfg, s, parts[s], corpus).load_checkpoint(c);
+      if (!problem.empty())
+        return "stage " + std::to_string(s) + ": " + problem;
+    }
+    return {};
+  };
+  auto c = load_latest_checkpoint(dir, skipped, error, incomplete);
   for (const auto& s : skipped)
     logger->warn("{}", s);
   none_intact = !c;
@@ -76,13 +90,6 @@ newest_point(const train_config& cfg, const std::string& dir,
                       what + ": the checkpoint is of step " + std::to_string(c->step) +
                           ", and --steps " + std::to_string(cfg.steps) +
                           " leaves nothing to run");
-  const auto parts = partition(model_of(cfg, corpus)->layer_costs(), cfg.stages);
-  for (int s = 0; s < cfg.stages; ++s) {
-    auto problem = stage_executor(cfg, s, parts[s], corpus).load_checkpoint(*c);
-    if (!problem.empty())
-      return make_error(errc::invalid_data,
-                        what + ": stage " + std::to_string(s) + ": " + problem);
-  }
   logger->info("{}: step {} from {} ({} tensors)", what, c->step, dir, c->tensors.size());
   return std::shared_ptr<const checkpoint>(std::make_shared<checkpoint>(std::move(*c)));
 }

@@ -88,7 +88,7 @@ stage_actor::behavior_type stage_state::shadow() {
       [this](const resume_order& o) {
         logger_->info(
             "node {}: promoting the shadow of stage {} in step {} (generation {})",
-            spec_.node, stage_, o.step, o.generation);
+            spec_.name, stage_, o.step, o.generation);
         self_->become(active());
         say("promoting", step_words(o.step, "taken over"));
         if (spec_.executor->updates() > o.step) {

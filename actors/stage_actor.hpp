@@ -24,7 +24,8 @@ class actor_board;
 
 struct stage_actor_spec {
   train_config cfg;
-  int node = 0;
+  int node = 0; // the plan's number of the node
+  int name = 0; // the node's name in logs (embedded runs renumber after a rollback)
   std::shared_ptr<stage_executor> executor;
   std::shared_ptr<stage_executor> replica;        // active: the node's shadow, for FRC
   std::shared_ptr<transport_registry> transports; // each generation's groups

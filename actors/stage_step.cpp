@@ -11,12 +11,12 @@ void stage_state::prepare_thread() {
   if (openblas_set_num_threads)
     openblas_set_num_threads(spec_.cfg.threads);
   thread_ready_ = true;
-  logger_->debug("node {} stage {}: thread ready, schedule {}", spec_.node, stage_,
+  logger_->debug("node {} stage {}: thread ready, schedule {}", spec_.name, stage_,
                  describe(ops_));
 }
 
 void stage_state::die(std::int64_t k, int index) {
-  logger_->warn("node {} preempted in step {} before instruction {}", spec_.node, k,
+  logger_->warn("node {} preempted in step {} before instruction {}", spec_.name, k,
                 index);
   if (spec_.group)
     spec_.group->kill_all(self_->address());
@@ -69,7 +69,7 @@ void stage_state::run_step(std::int64_t k) {
                                    spec_.executor->progress().backwards.size()));
   if (out.status.code == transport_errc::aborted) {
     logger_->info("node {} stage {}: step {} interrupted ({}), waiting for the re-plan",
-                  spec_.node, stage_, k, out.status.detail);
+                  spec_.name, stage_, k, out.status.detail);
     return;
   }
   if (!out.status) {

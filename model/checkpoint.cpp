@@ -41,7 +41,7 @@ std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path,
       *why = std::move(w);
     return std::nullopt;
   };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return fail(errno == ELOOP ? "a symbolic link (refused)" : "missing or unreadable");
   struct stat st {};
@@ -284,9 +284,10 @@ std::size_t checkpoint_dirs(const std::string& dir) {
   return listed(dir).size();
 }
 
-std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
-                                                 std::vector<std::string>& skipped,
-                                                 std::string& error) {
+std::optional<checkpoint>
+load_latest_checkpoint(const std::string& dir, std::vector<std::string>& skipped,
+                       std::string& error,
+                       const std::function<std::string(const checkpoint&)>& incomplete) {
   if (!fs::is_directory(dir)) {
     error = "no checkpoint directory " + dir;
     return std::nullopt;
@@ -296,7 +297,9 @@ std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
   for (const auto& [step, path] : all) {
     std::string why;
     auto c = load_checkpoint_dir(path, why);
-    if (c)
+    if (c && incomplete)
+      why = incomplete(*c);
+    if (c && why.empty())
       return c;
     if (newest_why.empty())
       newest_why = fs::path(path).filename().string() + ": " + why;

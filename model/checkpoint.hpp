@@ -79,9 +79,11 @@ bool write_checkpoint(const std::string& dir, const checkpoint& c, int keep,
 
 // The newest complete, intact checkpoint in `dir`; each damaged or incomplete
 // one passed over gets a line in `skipped`. nullopt and `error` when none is.
-std::optional<checkpoint> load_latest_checkpoint(const std::string& dir,
-                                                 std::vector<std::string>& skipped,
-                                                 std::string& error);
+// `incomplete` (may be unset) names what a checkpoint that loads lacks for
+// this run (a stage's tensors): it is passed over too.
+std::optional<checkpoint> load_latest_checkpoint(
+    const std::string& dir, std::vector<std::string>& skipped, std::string& error,
+    const std::function<std::string(const checkpoint&)>& incomplete = {});
 
 // Lowers the calling thread's priority (nice 10), so that a checkpoint writer
 // yields to the training threads but still finishes within a few steps. Not

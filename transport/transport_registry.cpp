@@ -3,6 +3,7 @@
 #include <condition_variable>
 
 #include "transport/gloo_transport.hpp"
+#include "transport/local_store.hpp"
 #include "transport/local_transport.hpp"
 
 namespace bamboo {
@@ -21,10 +22,9 @@ struct transport_registry::slot {
 
 transport_registry::transport_registry(transport_kind kind, int size)
     : kind_(kind), size_(size) {
-  if (kind_ == transport_kind::gloo) {
-    store_ = std::make_unique<gloo_store_server>();
-    store_port_ = store_->port();
-  }
+  // One process's groups meet in memory: no store port for anyone to reach.
+  if (kind_ == transport_kind::gloo)
+    rendezvous_ = std::make_shared<local_store>();
 }
 
 transport_registry::transport_registry(int size, std::string store_host,

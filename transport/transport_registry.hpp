@@ -24,7 +24,6 @@ enum class transport_kind { local, gloo };
 const char* to_string(transport_kind k);
 
 class local_hub;
-class gloo_store_server;
 class rendezvous_store;
 
 class transport_registry {
@@ -59,7 +58,6 @@ private:
 
   transport_kind kind_;
   int size_;
-  std::unique_ptr<gloo_store_server> store_;
   std::string store_host_ = "127.0.0.1";
   std::uint16_t store_port_ = 0;
   std::string device_host_ = "127.0.0.1";

@@ -95,7 +95,7 @@ std::optional<std::string> read_secret(const std::string& file, const char* env,
     return std::string(v ? v : "");
   }
   // Opened first, then checked on the descriptor: the file read is the file checked.
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (fd >= 0)

@@ -410,7 +410,8 @@ int run_local_cluster(const local_cluster_options& lo) {
                 meter.summary(lo.global_batch).c_str());
   else if (auto g = meter.summary(lo.global_batch); !g.empty())
     std::printf("bamboo-train: %s\n", g.c_str());
-  if (interrupted)
+  // A signal the manager got after its last step leaves a complete run: 0.
+  if (interrupted && code != 0)
     return 128 + interrupted;
   return code < 0 ? 1 : code;
 }

@@ -25,9 +25,8 @@ bool record_file::open(const std::string& path, bool append, std::string& error)
   // A device or a pipe (/dev/stdout, a FIFO) is the user's to name; a regular
   // file must have a single link.
   struct stat st {};
-  const bool ok = ::fstat(fd, &st) == 0 &&
-                  ((S_ISREG(st.st_mode) && st.st_nlink == 1) || S_ISCHR(st.st_mode) ||
-                   S_ISFIFO(st.st_mode));
+  const bool ok = ::fstat(fd, &st) == 0 && ((S_ISREG(st.st_mode) && st.st_nlink == 1) ||
+                                            S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
   if (!ok) {
     error = S_ISREG(st.st_mode) ? "a file with other hard links (refused)"
                                 : "not a regular file, a device or a pipe (refused)";

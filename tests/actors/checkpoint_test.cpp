@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/mount.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <filesystem>
@@ -627,4 +628,47 @@ TEST_CASE("a version 1 manifest (strings for numbers) is still read, a manifest 
   CHECK(cc->step == 2);
   REQUIRE(sc.size() == 1);
   CHECK(sc[0].find("tensors, and the manifest counts 1") != std::string::npos);
+}
+
+TEST_CASE("a checkpoint whose manifest agrees with itself without one stage's file is "
+          "passed over for the one before it, and a named pipe in a checkpoint is "
+          "refused at once, never waited on",
+          "[actors]") {
+  const scratch_dir dir;
+  checkpoints_2_and_4(dir.path());
+  auto cfg = small(model_kind::gpt, 2);
+  cfg.steps = 6;
+  const auto step4 = dir.path() + "/step-00000004";
+  const auto original = text_of(step4 + "/manifest.json");
+  std::string error;
+  auto m = parse_manifest(original, error);
+  REQUIRE(m);
+  REQUIRE(m->m.files.size() == 2);
+  m->m.files.pop_back(); // and the total counted anew: a consistent manifest
+  std::ofstream(step4 + "/manifest.json", std::ios::binary | std::ios::trunc)
+      << format_manifest(m->m);
+  auto r = run_embedded(cfg, resuming(dir.path()));
+  INFO((r ? std::string() : describe(r.error())));
+  REQUIRE(r);
+  REQUIRE_FALSE(r->steps.empty());
+  CHECK(r->steps.front().step == 2);
+  // The manifest, then a shard, as a FIFO that nobody writes.
+  for (const char* name : {"manifest.json", "stage-1.safetensors"}) {
+    INFO(name);
+    const scratch_dir fresh;
+    checkpoints_2_and_4(fresh.path());
+    const auto step4 = fresh.path() + "/step-00000004";
+    std::filesystem::remove(step4 + "/" + name);
+    REQUIRE(::mkfifo((step4 + "/" + name).c_str(), 0600) == 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::string> skipped;
+    auto c = load_latest_checkpoint(fresh.path(), skipped, error);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    REQUIRE(c);
+    CHECK(c->step == 2);
+    REQUIRE(skipped.size() == 1);
+    INFO(skipped[0]);
+    CHECK(skipped[0].find("not a regular file") != std::string::npos);
+    CHECK(took < std::chrono::seconds(5));
+  }
 }

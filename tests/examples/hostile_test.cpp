@@ -86,6 +86,36 @@ TEST_CASE("a peer that did not join sends leave, a negative-clip commit, attache
   check_state(run.digests, expected);
 }
 
+TEST_CASE("an embedded run with --transport gloo has no store port and no wildcard "
+          "listener: its groups meet in an in-process store, Gloo's pairs on 127.0.0.1",
+          "[examples]") {
+  no_leftovers guard;
+  auto cfg = small_gpt(58);
+  cfg.steps = 400;
+  scratch_dir dir;
+  auto args = process_run::args(cfg, dir.file("m.csv"), dir.file("d.csv"),
+                                {"--transport", "gloo"});
+  args.erase(args.begin() + 1); // --processes
+  child run(dir, "embedded_gloo", args, test_token);
+  REQUIRE_FALSE(run.wait_for(R"(step 5 \()", 60s).empty());
+  const auto ss = run_command("ss -ltnpH");
+  REQUIRE(ss.status == 0);
+  INFO(ss.output);
+  std::istringstream lines(ss.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("pid=" + std::to_string(run.pid()) + ",") == std::string::npos)
+      continue;
+    // Gloo's pairs listen on 127.0.0.1 only until they are connected.
+    std::istringstream fields(line);
+    std::string state, recv_q, send_q, local;
+    fields >> state >> recv_q >> send_q >> local;
+    INFO(line);
+    CHECK(local.rfind("127.0.0.1:", 0) == 0);
+  }
+  run.signal(SIGKILL);
+  run.wait_exit(10s);
+}
+
 TEST_CASE(
     "during a run across processes (the manager on its default --bind 127.0.0.1) no "
     "socket of the manager or the workers listens on a wildcard address, and the "
