@@ -5,7 +5,8 @@
 // "...", "bytes": 1234, "tensors": 20}, ...]}: numbers as numbers, each key
 // once. Version 1 ("format": "bamboo-checkpoint-1", every value a string, the
 // files as "a,b" with "a.sha256" and "a.bytes") is still read; any other
-// version is refused by its number.
+// version is refused by its number. Keys this build does not know are ignored:
+// a keyed digest and tensor shapes can join version 2 later.
 #pragma once
 
 #include <cstdint>
