@@ -132,7 +132,7 @@ void worker_agent_state::check_manager() {
     logger_->error("node {}: no heartbeat from the manager for {} ms (timeout {} ms): "
                    "it is stopped or cut off; leaving",
                    member_, silent.count(), manager_timeout_.count());
-    finish(make_error(errc::node_lost, "the manager sent no heartbeat for " +
+    finish(make_error(errc::node_lost, manager_silent_words +
                                            std::to_string(silent.count()) +
                                            " ms: it is stopped or cut off"));
     return;

@@ -22,6 +22,10 @@
 
 namespace bamboo {
 
+// How a worker's leaving on a silent manager (stopped, cut off) begins: the
+// launcher counts such a manager as lost even if it comes back.
+inline constexpr const char* manager_silent_words = "the manager sent no heartbeat for ";
+
 class model_definition;
 class actor_board;
 

@@ -6,6 +6,8 @@
 //   started             all workers joined, the first step begins
 //   committed K         step K committed
 //   joined NODE PID     a worker joined as NODE (again: after a fence)
+//   rollback K          the run goes on from the checkpoint of step K
+//   orphaned PID        a worker leaves because the manager went silent
 #pragma once
 
 #include <optional>

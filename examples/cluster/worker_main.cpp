@@ -178,6 +178,8 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
       if (!*ended)
         return 0; // let go by the manager
       const auto why = describe(*ended);
+      if (why.find(manager_silent_words) != std::string::npos)
+        status::emit("orphaned " + std::to_string(::getpid()));
       const bool refused =
           ended->category() == error_category &&
           ended->code() == static_cast<std::uint8_t>(errc::invalid_config);

@@ -271,6 +271,7 @@ int run_local_cluster(const local_cluster_options& lo) {
             replacements.push_back(std::chrono::steady_clock::now() + lo.replace_after);
         }
     };
+    bool silenced = false; // a worker of this attempt left on the manager's silence
     auto on_event = [&](const std::string& line) {
       auto e = status::parse(line);
       if (!e)
@@ -287,6 +288,8 @@ int run_local_cluster(const local_cluster_options& lo) {
         // With zones, one at a time: worker i joins as node i, in zone i.
         for (int n = 0; n < (lo.zones.empty() ? lo.workers : 1); ++n)
           slot_worker[n] = start_worker();
+      } else if (e->kind == "orphaned") {
+        silenced = true; // the manager was stopped or cut off: as good as lost
       } else if (e->kind == "joined") {
         pid_of_node[e->values[0]] = static_cast<pid_t>(e->values[1]);
         const int started = static_cast<int>(workers.size());
@@ -386,9 +389,12 @@ int run_local_cluster(const local_cluster_options& lo) {
     workers.clear();
     for (pollfd pfd{out.read, POLLIN, 0}; poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN);)
       out_lines.drain(relay);
-    // A manager that every worker left (it was stopped, or cut off) is as good
-    // as lost even if it came back and ended the run itself: restarted too.
-    const bool lost = unresponsive || code >= 128 || (orphaned && code != 0);
+    // A manager that every worker left, or that any worker left on its silence
+    // (it was stopped, or cut off), is as good as lost even if it came back and
+    // ended the run itself: restarted too (workers that joined meanwhile do not
+    // hide it).
+    const bool lost =
+        unresponsive || code >= 128 || ((orphaned || silenced) && code != 0);
     if (interrupted || !lost || attempt >= lo.restarts)
       break;
     std::printf("bamboo-train: bamboo-manager lost (%s); restart %d of %d, from %s\n",
