@@ -160,11 +160,14 @@ void manager_state::node_lost(int node, failover_cause cause, const std::string&
   }
   plan_ = decision.plan;
   abandon_copies();
-  fail_shard_requests(node); // its files of a checkpoint in flight will not come
-  if (replanning_) {         // the recovery round starts the step under this plan
+  // The recovery round starts the step under this plan: a re-plan's save is
+  // abandoned first, since failing the lost node's file (next) reports the
+  // save, and a save that still counted would start the step itself.
+  if (replanning_) {
     replanning_ = false;
     ++replan_round_;
   }
+  fail_shard_requests(node); // its files of a checkpoint in flight will not come
   start_recovery();
 }
 

@@ -38,8 +38,8 @@ std::optional<event> parse(const std::string& line) {
   if (!(in >> e.kind))
     return std::nullopt;
   static const std::vector<std::pair<std::string, std::size_t>> kinds{
-      {"listening", 1}, {"started", 0}, {"committed", 1}, {"joined", 2},
-      {"rollback", 1},  {"orphaned", 1}};
+      {"listening", 1}, {"started", 0},  {"committed", 1},
+      {"joined", 2},    {"rollback", 1}, {"orphaned", 1}};
   std::size_t want = 0;
   bool known = false;
   for (const auto& [k, n] : kinds)
