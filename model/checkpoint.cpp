@@ -70,21 +70,12 @@ std::optional<std::vector<std::uint8_t>> read_bytes(const std::string& path,
 
 constexpr std::size_t manifest_limit = 1u << 20;
 
-// A step number (or a count) as a manifest or a directory name writes it:
-// decimal digits only, no sign, no junk, within int64.
-std::optional<std::int64_t> strict_step(const std::string& text) {
-  if (text.empty() || text.size() > 18 ||
-      text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoll(text);
-}
-
 // step-00000006 -> 6
 std::optional<std::int64_t> step_of_dir(const std::string& name) {
   const std::string prefix = "step-";
   if (name.rfind(prefix, 0) != 0)
     return std::nullopt;
-  return strict_step(name.substr(prefix.size()));
+  return decimal_number(name.substr(prefix.size()));
 }
 
 // Checkpoint directories, newest first.

@@ -12,13 +12,6 @@ namespace {
 constexpr const char* format_name = "bamboo-checkpoint";
 constexpr const char* format_v1 = "bamboo-checkpoint-1";
 
-std::optional<std::int64_t> digits(const std::string& text) {
-  if (text.empty() || text.size() > 18 ||
-      text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  return std::stoll(text);
-}
-
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   std::size_t at = 0;
@@ -132,7 +125,7 @@ std::optional<parsed_manifest> version_1(const std::string& text, std::string& e
   parsed_manifest p;
   p.version = 1;
   auto number = [&](const std::string& key) -> std::optional<std::int64_t> {
-    auto n = digits(field(key));
+    auto n = decimal_number(field(key));
     if (!n && error.empty())
       error = "'" + key + "' is not a number: '" + field(key) + "'";
     return n;
@@ -145,9 +138,10 @@ std::optional<parsed_manifest> version_1(const std::string& text, std::string& e
   p.tensors = static_cast<std::uint64_t>(*tensors);
   p.m.config = field("config");
   p.m.plan = field("plan");
-  p.m.seed = static_cast<std::uint64_t>(digits(field("seed")).value_or(0));
-  p.m.cursor = digits(field("cursor")).value_or(0);
-  p.m.generation = static_cast<std::uint64_t>(digits(field("generation")).value_or(0));
+  p.m.seed = static_cast<std::uint64_t>(decimal_number(field("seed")).value_or(0));
+  p.m.cursor = decimal_number(field("cursor")).value_or(0);
+  p.m.generation =
+      static_cast<std::uint64_t>(decimal_number(field("generation")).value_or(0));
   for (const auto& name : split_commas(field("files"))) {
     auto bytes = number(name + ".bytes");
     if (!bytes)
@@ -159,6 +153,13 @@ std::optional<parsed_manifest> version_1(const std::string& text, std::string& e
 }
 
 } // namespace
+
+std::optional<std::int64_t> decimal_number(const std::string& text) {
+  if (text.empty() || text.size() > 18 ||
+      text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(text);
+}
 
 std::string format_manifest(const checkpoint_manifest& m) {
   std::uint64_t tensors = 0;

@@ -19,6 +19,10 @@ namespace bamboo {
 
 inline constexpr int manifest_version = 2;
 
+// A number as a version 1 manifest or a step directory's name writes it:
+// decimal digits only, no sign, no junk, at most 18 of them.
+std::optional<std::int64_t> decimal_number(const std::string& text);
+
 std::string format_manifest(const checkpoint_manifest& m);
 
 struct parsed_manifest {
