@@ -44,7 +44,7 @@ void manager_state::on_tick() {
     return;
   const auto now = clock_type::now();
   const auto& hb = spec_.heartbeats;
-  if (auto late = tracker_.tick(now, hb.late_tick()); late.count() > 0)
+  if (auto late = tracker_.tick(now, hb.period, hb.late_tick()); late.count() > 0)
     logger_->warn("the manager's tick came {} ms after the previous one: this process "
                   "was paused or starved, and that much of every node's silence is "
                   "forgiven",

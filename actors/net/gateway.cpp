@@ -157,7 +157,7 @@ void gateway_state::on_tick() {
   const auto now = clock_type::now();
   const auto& hb = spec_.heartbeats;
   // The gateway's own pause (its process stopped or starved) is nobody's silence.
-  if (auto late = tracker_.tick(now, hb.late_tick()); late.count() > 0)
+  if (auto late = tracker_.tick(now, hb.period, hb.late_tick()); late.count() > 0)
     logger_->warn(
         "the gateway's tick came {} ms after the previous one: this process was "
         "paused or starved, and that much of every member's silence is forgiven",

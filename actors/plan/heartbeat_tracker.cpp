@@ -9,13 +9,14 @@ void heartbeat_tracker::watch(int node, clock::time_point now, int group) {
 }
 
 heartbeat_tracker::clock::duration heartbeat_tracker::tick(clock::time_point now,
+                                                           clock::duration period,
                                                            clock::duration late) {
   const auto gap = last_tick_ ? now - *last_tick_ : clock::duration{0};
   last_tick_ = now;
   if (gap <= late)
     return clock::duration{0};
   for (auto& [node, e] : nodes_) // the pause is no node's silence
-    e.paused += gap - late;
+    e.paused += gap - std::min(period, late);
   return gap;
 }
 

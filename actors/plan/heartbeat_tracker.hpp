@@ -61,12 +61,15 @@ public:
   void watch(int node, clock::time_point now, int group = -1);
   void forget(int node);
   void seen(int node, clock::time_point now);
-  // The watcher's periodic check: when it comes more than `late` after the
-  // previous one the watcher was paused, and that much of every node's silence
-  // (the gap less `late`) was its own. Returns the gap when late (zero: on
-  // time). Only the excess is forgiven: a watcher whose every tick is late (a
-  // loaded machine) still finds a node that stopped, after `misses` ticks.
-  clock::duration tick(clock::time_point now, clock::duration late);
+  // The watcher's periodic check, due every `period`: when it comes more than
+  // `late` after the previous one the watcher was paused, and all of the gap
+  // but one period was its own, no node's silence (a node then has its
+  // timeout less a period to be heard again, however long the pause). Returns
+  // the gap when late (zero: on time). A watcher whose every tick is late (a
+  // loaded machine) still finds a node that stopped: each tick counts a period
+  // of its silence.
+  clock::duration tick(clock::time_point now, clock::duration period,
+                       clock::duration late);
   // Watched nodes silent for longer than `timeout`; a group silent as a whole
   // only once silent for longer than `stall_timeout` as well.
   std::vector<int> expired(clock::time_point now, clock::duration timeout,

@@ -72,6 +72,23 @@ inline std::vector<pid_t> leftover_processes(std::chrono::milliseconds timeout =
   return left;
 }
 
+// A log's warnings and errors, first in a failure's message: a long log's
+// decisive lines survive a report that keeps only its head.
+inline std::string notable_lines(const std::string& log, std::size_t most = 30) {
+  std::istringstream in(log);
+  std::string line, out;
+  std::size_t n = 0;
+  while (std::getline(in, line) && n < most)
+    if (line.find("[warning]") != std::string::npos ||
+        line.find("[error]") != std::string::npos ||
+        line.find("fatal") != std::string::npos ||
+        line.find("error:") != std::string::npos) {
+      out += line + '\n';
+      ++n;
+    }
+  return out.empty() ? "(no warning or error)" : out;
+}
+
 // Declared first in a test, checked last: no process of ours is left, whether
 // the test passed or a check failed. (Needs Catch included before this header.)
 struct no_leftovers {

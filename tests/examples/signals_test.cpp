@@ -231,6 +231,7 @@ TEST_CASE("an embedded run stopped with kill -STOP for 5 s loses no node and com
   REQUIRE(run.signal(SIGCONT));
   const int status = run.wait_exit(300s);
   const auto log = run.log();
+  INFO(notable_lines(log));
   INFO(log);
   CHECK(status == 0);
   CHECK(log.find("lost in step") == std::string::npos);
@@ -264,6 +265,7 @@ TEST_CASE("the manager of a --processes run stopped with kill -STOP for 2 s lose
   REQUIRE(::kill(std::stoi(manager), SIGCONT) == 0);
   const int status = run.proc.wait_exit(300s);
   const auto log = run.proc.log();
+  INFO(notable_lines(log));
   INFO(log);
   CHECK(status == 0);
   CHECK(log.find("lost in step") == std::string::npos);

@@ -26,20 +26,22 @@ TEST_CASE("a watcher whose own tick comes late was paused - that much of every n
   auto t0 = heartbeat_tracker::clock::now();
   t.watch(0, t0);
   t.watch(1, t0);
-  CHECK(t.tick(t0 + ms(200), ms(400)) == ms(0)); // the first tick
+  CHECK(t.tick(t0 + ms(200), ms(200), ms(400)) == ms(0)); // the first tick
   t.seen(0, t0 + ms(200));
   t.seen(1, t0 + ms(200));
   // Stopped for 3 s: the next tick comes 3 s after the last, and nobody is lost
-  // for it (2.6 s forgiven: the gap less the 400 ms a tick may be late).
-  CHECK(t.tick(t0 + ms(3200), ms(400)) == ms(3000));
+  // for it (2.8 s forgiven: the gap less the 200 ms period of an on-time tick).
+  CHECK(t.tick(t0 + ms(3200), ms(200), ms(400)) == ms(3000));
   CHECK(t.expired(t0 + ms(3200), ms(1000), ms(1000)).empty());
   // The last heartbeat is still what it was (for the gap statistics).
   CHECK(t.last_seen(0) == t0 + ms(200));
+  // Heard again within its timeout less a period after the pause: not lost.
+  CHECK(t.expired(t0 + ms(3200 + 790), ms(1000), ms(1000)).empty());
   // From the pause on, silence counts again: node 1 stays silent, node 0 beats.
-  // Node 1's silence: 4300 - 200 - 2600 = 1500 ms.
+  // Node 1's silence: 4300 - 200 - 2800 = 1300 ms.
   t.seen(0, t0 + ms(3900));
   for (int at : {3500, 3800, 4100, 4300})
-    CHECK(t.tick(t0 + ms(at), ms(400)) == ms(0));
+    CHECK(t.tick(t0 + ms(at), ms(200), ms(400)) == ms(0));
   CHECK(t.expired(t0 + ms(4300), ms(1000), ms(1000)) == std::vector<int>{1});
 }
 
@@ -49,18 +51,19 @@ TEST_CASE("a watcher whose every tick is a little late still finds a stopped nod
   auto t0 = heartbeat_tracker::clock::now();
   t.watch(0, t0);
   t.watch(1, t0);
-  // Ticks every 450 ms where 400 may pass unnoticed: 50 ms of each forgiven.
+  // Ticks due every 200 ms come every 450 ms, where 400 may pass unnoticed:
+  // each counts 200 ms of node 1's silence, so it is found on the sixth.
   bool lost = false;
   int at = 0;
   for (int i = 1; i <= 10 && !lost; ++i) {
     at = 450 * i;
-    t.tick(t0 + ms(at), ms(400));
+    t.tick(t0 + ms(at), ms(200), ms(400));
     t.seen(0, t0 + ms(at)); // node 0 beats; node 1 stopped at t0
     lost = t.expired(t0 + ms(at), ms(1000), ms(1000)) == std::vector<int>{1};
   }
   INFO("node 1 found lost at " << at << " ms");
   CHECK(lost);
-  CHECK(at <= 1400);
+  CHECK(at <= 6 * 450);
 }
 
 TEST_CASE("nodes of one process silent together are a stall of that process until the "
