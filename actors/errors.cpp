@@ -16,6 +16,7 @@ const char* to_string(errc e) {
   case errc::node_lost: return "node_lost";
   case errc::checkpoint_failed: return "checkpoint_failed";
   case errc::plan_changed: return "plan_changed";
+  case errc::connection_refused: return "connection_refused";
   }
   return "unknown";
 }

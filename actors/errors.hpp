@@ -26,6 +26,7 @@ enum class errc : std::uint8_t {
   node_lost,             // a worker process is gone (its context says how)
   checkpoint_failed,     // a checkpoint could not be written or read
   plan_changed,          // the plan ended at a step boundary for a new one
+  connection_refused,    // the manager's port refused this client, or is none
 };
 
 constexpr caf::atom_value error_category = caf::atom("bamboo");

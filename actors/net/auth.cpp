@@ -37,6 +37,8 @@ const char* label(proof_role role) {
   case proof_role::observer: return "bamboo-inspect";
   case proof_role::operator_: return "bamboo-operator";
   case proof_role::session: return "bamboo-session";
+  case proof_role::door_client: return "bamboo-door-client";
+  case proof_role::door_server: return "bamboo-door";
   }
   return "?";
 }

@@ -28,7 +28,9 @@ struct handshake {
 // handshake, a second token (the operator token) that commands need. The
 // session key that seals later frames (actors/net/frame_session.hpp) is one
 // more value of the handshake that only holders of the token can compute.
-enum class proof_role { manager, worker, observer, operator_, session };
+// The door's roles prove the token on a connection before CAF's protocol
+// (actors/net/door_proof.hpp).
+enum class proof_role { manager, worker, observer, operator_, session, door_client, door_server };
 
 std::vector<std::uint8_t> make_nonce();
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,

@@ -201,7 +201,7 @@ caf::expected<run_result> run_cluster(const train_config& cfg,
   auto stop_gateway = [&] {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
   };
-  auto bound = publish_gateway(sys, gateway, opts.port, opts.bind);
+  auto bound = publish_gateway(sys, gateway, opts.port, opts.bind, opts.token);
   if (!bound) {
     stop_gateway();
     return make_error(errc::transport_failure, "cannot listen on " + opts.bind + ":" +

@@ -24,6 +24,8 @@
 #include <caf/io/network/multiplexer.hpp>
 
 #include "actors/errors.hpp"
+#include "actors/net/door_proof.hpp"
+#include "actors/net/refusal_log.hpp"
 #include "log/log.hpp"
 
 namespace bamboo {
@@ -73,11 +75,15 @@ constexpr std::size_t pending_cap = 8u << 20;
 constexpr std::size_t chunk = 64u << 10;
 constexpr int poll_ms = 250;
 
-// One peer's connection: its TCP socket, and our end of the socket pair
-// whose other end CAF reads as the peer.
+// One peer's connection: its TCP socket, and, once the peer has proven the
+// token, our end of the socket pair whose other end CAF reads as the peer.
 struct connection {
   int tcp = -1, caf = -1;
-  std::string address;
+  std::string address, host;
+  std::vector<std::uint8_t> door_nonce;
+  door_hello_reader hello;
+  bool proven = false;
+  std::string node; // the CAF node id it proved
   basp_filter filter;
   std::vector<std::uint8_t> in; // the message being read, header first
   bool have_header = false;
@@ -85,7 +91,7 @@ struct connection {
   bool peer_done = false, caf_done = false, dead = false;
   bool was_admitted = false, named = false;
   std::size_t drops = 0;
-  clock_type::time_point since; // accepted, or last fenced
+  clock_type::time_point since; // accepted, proven, or last fenced
 
   connection(caf::actor_system& sys, basp_limits limits) : filter(sys, limits) {}
   std::size_t need() const {
@@ -102,7 +108,8 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-std::string peer_address(const sockaddr_storage& sa) {
+// The address and port, and the address alone (limits are per address).
+std::pair<std::string, std::string> peer_address(const sockaddr_storage& sa) {
   char host[INET6_ADDRSTRLEN] = {0};
   std::uint16_t port = 0;
   if (sa.ss_family == AF_INET) {
@@ -114,7 +121,7 @@ std::string peer_address(const sockaddr_storage& sa) {
     ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
     port = ntohs(a->sin6_port);
   }
-  return std::string(host) + ":" + std::to_string(port);
+  return {std::string(host) + ":" + std::to_string(port), host};
 }
 
 // Writes what it can of `buf` to fd; false on a broken socket.
@@ -133,17 +140,21 @@ bool flush(int fd, std::vector<std::uint8_t>& buf) {
 struct front_door::impl {
   caf::actor_system& sys;
   caf::actor published, basp;
+  std::string token;
   front_door_limits limits;
   std::shared_ptr<spdlog::logger> logger = log::get("bamboo.door");
+  refusal_log refusals{logger, "connection"};
   int listener = -1;
   int wake[2] = {-1, -1};
   std::uint16_t port = 0;
   std::atomic<bool> stopping{false};
   std::thread thread;
   std::list<connection> conns;
+  mutable std::mutex stats_mutex;
+  front_door_stats counts;
 
-  impl(caf::actor_system& s, caf::actor p, front_door_limits l)
-      : sys(s), published(std::move(p)), limits(l) {}
+  impl(caf::actor_system& s, caf::actor p, std::string t, front_door_limits l)
+      : sys(s), published(std::move(p)), token(std::move(t)), limits(l) {}
 
   ~impl() {
     stop();
@@ -162,6 +173,17 @@ struct front_door::impl {
     for (auto& c : conns)
       end(c);
     conns.clear();
+    refusals.summarise(clock_type::now(), true);
+    const auto st = stats();
+    logger->info("the door closes: {} connection(s) proved the cluster token, {} "
+                 "refused; {} bytes passed to CAF, {} of them from connections that had "
+                 "not proven the token",
+                 st.proven, st.refused, st.bytes_to_caf, st.unproven_bytes_to_caf);
+  }
+
+  front_door_stats stats() const {
+    std::lock_guard<std::mutex> lock(stats_mutex);
+    return counts;
   }
 
   void end(connection& c) {
@@ -173,56 +195,128 @@ struct front_door::impl {
   }
 
   void refuse(connection& c, const std::string& why) {
-    logger->warn("closed the connection from {}: {}", c.address, why);
+    refusals.note(c.host, c.address, why, clock_type::now());
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      ++counts.refused;
+    }
     end(c);
   }
 
-  void accept_one() {
-    sockaddr_storage sa{};
-    socklen_t len = sizeof sa;
-    int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&sa), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
-      return;
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
-      ::close(fd);
-      return;
+  std::size_t unproven_from(const std::string& host, std::size_t& all) const {
+    std::size_t mine = 0;
+    all = 0;
+    for (const auto& c : conns)
+      if (!c.dead && !c.proven) {
+        ++all;
+        mine += c.host == host;
+      }
+    return mine;
+  }
+
+  // Takes every connection waiting (a flood is drained, not left to fill the
+  // backlog before an honest peer). Over the limits a new connection is
+  // closed at once: none already here goes to make room.
+  void accept_all() {
+    for (int k = 0; k < 256; ++k) {
+      sockaddr_storage sa{};
+      socklen_t len = sizeof sa;
+      int fd = ::accept4(listener, reinterpret_cast<sockaddr*>(&sa), &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0)
+        return;
+      auto [address, host] = peer_address(sa);
+      std::size_t all = 0;
+      const auto mine = unproven_from(host, all);
+      std::string why;
+      if (mine >= limits.unproven_per_address)
+        why = "over " + std::to_string(limits.unproven_per_address) +
+              " connections from one address that have not proven the token";
+      else if (all >= limits.unproven)
+        why = "over " + std::to_string(limits.unproven) +
+              " connections that have not proven the token";
+      if (!why.empty()) {
+        ::close(fd);
+        refusals.note(host, address, why, clock_type::now());
+        std::lock_guard<std::mutex> lock(stats_mutex);
+        ++counts.refused;
+        continue;
+      }
+      auto& c = conns.emplace_back(sys, limits.frames);
+      c.tcp = fd;
+      c.address = std::move(address);
+      c.host = std::move(host);
+      c.since = clock_type::now();
+      c.door_nonce = make_nonce();
+      c.to_peer = door_greeting(c.door_nonce);
     }
-    make_room();
-    auto& c = conns.emplace_back(sys, limits.frames);
-    c.tcp = fd;
-    c.caf = pair[0];
-    c.address = peer_address(sa);
+  }
+
+  // The peer proved the token as `node`: the door answers, and CAF serves the
+  // connection from here on as if it had accepted it (the handler CAF's broker
+  // keeps for a connection without a doorman): the server's handshake, then
+  // BASP.
+  void admit_to_caf(connection& c, const door_hello& h) {
+    if (h.node == caf::to_string(sys.node()))
+      return refuse(c, "a proof as the manager's own node");
+    std::size_t waiting = 0;
+    for (const auto& o : conns) {
+      if (o.dead || !o.proven)
+        continue;
+      if (o.node == h.node)
+        return refuse(c, "node " + h.node + " is connected already (from " + o.address +
+                             "): one connection per node");
+      waiting += !o.admitted();
+    }
+    if (waiting >= limits.unadmitted)
+      return refuse(c, "over " + std::to_string(limits.unadmitted) +
+                           " connections that have proven the token and not joined");
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0)
+      return refuse(c, std::string("no socket pair: ") + std::strerror(errno));
+    c.proven = true;
+    c.node = h.node;
     c.since = clock_type::now();
-    // CAF serves the other end as if it had accepted it (the handler CAF's
-    // broker keeps for a connection without a doorman): the server's
-    // handshake, then BASP.
+    c.caf = pair[0];
+    const auto answer = door_answer(token, c.door_nonce, h);
+    c.to_peer.insert(c.to_peer.end(), answer.begin(), answer.end());
+    {
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      ++counts.proven;
+    }
     auto scribe = sys.middleman().backend().new_scribe(pair[1]);
     caf::anon_send(basp, caf::publish_atom::value, std::move(scribe), port,
                    caf::actor_cast<caf::strong_actor_ptr>(published),
                    std::set<std::string>{});
   }
 
-  // At most limits.unadmitted connections wait for their peer's join: the
-  // oldest of them makes room for a new one.
-  void make_room() {
-    std::size_t waiting = 0;
-    connection* oldest = nullptr;
-    for (auto& c : conns)
-      if (!c.dead && !c.admitted()) {
-        ++waiting;
-        if (!oldest || c.since < oldest->since)
-          oldest = &c;
-      }
-    if (waiting >= limits.unadmitted && oldest)
-      refuse(*oldest, "the oldest of " + std::to_string(waiting) +
-                          " connections that have not joined");
+  // Reads the peer's proof, never past its end; false when there was nothing
+  // (more) to read.
+  bool read_proof(connection& c) {
+    std::uint8_t buf[door_hello_head + door_max_node_id + door_proof_bytes];
+    auto n = ::recv(c.tcp, buf, std::min(sizeof buf, c.hello.wanted()), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      refuse(c, "the connection ended before a proof of the cluster token");
+      return false;
+    }
+    if (n < 0)
+      return false;
+    if (!c.hello.feed(buf, static_cast<std::size_t>(n)))
+      return refuse(c, c.hello.why()), false;
+    if (!c.hello.complete())
+      return true;
+    const auto h = c.hello.hello();
+    if (!check_door_hello(token, c.door_nonce, h))
+      return refuse(c, "a wrong proof of the cluster token"), false;
+    admit_to_caf(c, h);
+    return !c.dead;
   }
 
   // Reads the peer's bytes up to the end of the message under way (never
   // more than its header allows); false when there was nothing to read.
   bool read_peer(connection& c) {
+    if (!c.proven)
+      return read_proof(c);
     const bool admitted = c.admitted();
     std::uint8_t buf[chunk];
     const auto want = std::min(chunk, c.need() - c.in.size());
@@ -248,13 +342,22 @@ struct front_door::impl {
     if (v == basp_filter::verdict::close)
       return refuse(c, c.filter.refused()), false;
     if (!c.named && c.filter.node()) {
+      // The handshake is held to the node id the peer proved.
+      if (const auto said = caf::to_string(c.filter.node()); said != c.node)
+        return refuse(c,
+                      "a handshake as node " + said + " after a proof as node " + c.node),
+               false;
       peer_book::remember(c.filter.node(), c.address);
       c.named = true;
     }
-    if (v == basp_filter::verdict::pass)
+    if (v == basp_filter::verdict::pass) {
       c.to_caf.insert(c.to_caf.end(), c.in.begin(), c.in.end());
-    else if (!c.filter.dropped().empty() &&
-             c.drops++ == 0) // once per connection: a flood logs one line
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      counts.bytes_to_caf += c.in.size();
+      if (!c.proven)
+        counts.unproven_bytes_to_caf += c.in.size();
+    } else if (!c.filter.dropped().empty() &&
+               c.drops++ == 0) // once per connection: a flood logs one line
       logger->warn("dropped {} from {} (and any more it sends)", c.filter.dropped(),
                    c.address);
     c.in.clear();
@@ -274,6 +377,12 @@ struct front_door::impl {
   }
 
   void check_deadline(connection& c, clock_type::time_point now) {
+    if (!c.proven) {
+      if (now - c.since > limits.prove_within)
+        refuse(c, "no proof of the cluster token within " +
+                      std::to_string(limits.prove_within.count()) + " ms");
+      return;
+    }
     const bool admitted = c.admitted();
     if (c.was_admitted && !admitted) // fenced: it may join again, in time
       c.since = now;
@@ -296,18 +405,18 @@ struct front_door::impl {
           tcp_ev |= POLLIN;
         if (!c.to_peer.empty())
           tcp_ev |= POLLOUT;
-        if (!c.caf_done && c.to_peer.size() < pending_cap)
+        if (c.caf >= 0 && !c.caf_done && c.to_peer.size() < pending_cap)
           caf_ev |= POLLIN;
         if (!c.to_caf.empty())
           caf_ev |= POLLOUT;
         fds.push_back({c.tcp, tcp_ev, 0});
-        fds.push_back({c.caf, caf_ev, 0});
+        fds.push_back({c.caf, caf_ev, 0}); // -1 before the proof: poll skips it
         owners.push_back(&c);
       }
       if (::poll(fds.data(), fds.size(), poll_ms) < 0 && errno != EINTR)
         break;
       if (fds[1].revents & POLLIN)
-        accept_one();
+        accept_all();
       for (std::size_t i = 0; i < owners.size(); ++i) {
         auto& c = *owners[i];
         const auto tcp = fds[2 + 2 * i].revents, caf = fds[3 + 2 * i].revents;
@@ -322,16 +431,18 @@ struct front_door::impl {
           read_caf(c);
         if (!flush(c.tcp, c.to_peer))
           c.peer_done = c.caf_done = true, c.to_caf.clear(), c.to_peer.clear();
-        if (!flush(c.caf, c.to_caf))
+        if (c.caf >= 0 && !flush(c.caf, c.to_caf))
           c.peer_done = c.caf_done = true, c.to_caf.clear(), c.to_peer.clear();
         // Either side gone: what the other still has to say is delivered.
-        if ((c.peer_done && c.to_caf.empty()) || (c.caf_done && c.to_peer.empty()))
+        if ((c.peer_done && c.to_caf.empty()) ||
+            (c.caf_done && c.to_peer.empty() && c.caf >= 0))
           end(c);
       }
       const auto now = clock_type::now();
       for (auto& c : conns)
         if (!c.dead)
           check_deadline(c, now);
+      refusals.summarise(now);
       conns.remove_if([](const connection& c) { return c.dead; });
     }
   }
@@ -339,8 +450,11 @@ struct front_door::impl {
 
 caf::expected<std::shared_ptr<front_door>>
 front_door::open(caf::actor_system& sys, const caf::actor& published, std::uint16_t port,
-                 const std::string& bind, front_door_limits limits) {
-  auto p = std::make_unique<impl>(sys, published, limits);
+                 const std::string& bind, const std::string& token,
+                 front_door_limits limits) {
+  if (token.empty())
+    return make_error(errc::invalid_config, "the manager's port needs a cluster token");
+  auto p = std::make_unique<impl>(sys, published, token, limits);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -388,6 +502,9 @@ front_door::front_door(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 front_door::~front_door() = default;
 std::uint16_t front_door::port() const {
   return impl_->port;
+}
+front_door_stats front_door::stats() const {
+  return impl_->stats();
 }
 void front_door::close() {
   impl_->stop();

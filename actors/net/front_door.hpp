@@ -1,11 +1,14 @@
 // The manager's port when it speaks plain TCP (no TLS): bamboo accepts the
-// connections itself, reads CAF's wire protocol with basp_filter before CAF
-// does, and hands CAF only what may go on, over a socket pair that no other
-// process can reach. What a connection may make the manager hold is bounded
-// before its peer has proven the cluster token: the frame size (checked on the
-// header, before the payload is read), the sender ids, the time to join, and
-// the number of such connections (the oldest goes first). A refused
-// connection is closed and logged once with its address.
+// connections itself and lets CAF see a connection only once its peer has
+// proven the cluster token and the CAF node id it will shake hands as
+// (actors/net/door_proof.hpp); then it reads CAF's wire protocol with
+// basp_filter before CAF does, holds the handshake to the proven node id, and
+// hands CAF only what may go on, over a socket pair that no other process can
+// reach. One connection per node id. What a stranger costs is bounded: a few
+// hundred bytes and the time to prove (5 s), at most 8 such connections per
+// address and 64 in all; over that, new connections are closed at once, and
+// none that has proven the token is ever closed to make room. Refusals are
+// logged once per address and kind with the peer's address, repeats counted.
 #pragma once
 
 #include <chrono>
@@ -24,19 +27,32 @@ namespace bamboo {
 
 struct front_door_limits {
   basp_limits frames;
-  std::size_t unadmitted = 64; // connections whose peer has not joined
+  std::size_t unproven = 64; // connections whose peer has not proven the token
+  std::size_t unproven_per_address = 8;
+  std::chrono::milliseconds prove_within{5000};
+  std::size_t unadmitted = 64; // proven, not joined yet
   std::chrono::milliseconds join_within{20000};
+};
+
+// What the door has done, for logs and tests.
+struct front_door_stats {
+  std::uint64_t proven = 0, refused = 0;
+  std::uint64_t bytes_to_caf = 0;
+  // Always 0 by construction; counted where bytes are passed, as the proof.
+  std::uint64_t unproven_bytes_to_caf = 0;
 };
 
 class front_door {
 public:
   // Listens on bind:port (0: any free port) for `published`, and serves from
-  // a thread of its own until close() (or the published actor ends).
+  // a thread of its own until close() (or the published actor ends). Peers
+  // prove `token`.
   static caf::expected<std::shared_ptr<front_door>>
   open(caf::actor_system& sys, const caf::actor& published, std::uint16_t port,
-       const std::string& bind, front_door_limits limits = {});
+       const std::string& bind, const std::string& token, front_door_limits limits = {});
 
   std::uint16_t port() const;
+  front_door_stats stats() const;
   void close();
   ~front_door();
 

@@ -1,14 +1,23 @@
 // The gateway's admission: challenges, joins, and the sessions they open.
 #include "actors/net/gateway_state.hpp"
+#include "actors/net/inspect_board.hpp"
 #include "actors/net/wire_values.hpp"
 
 namespace bamboo {
 
+// A member is its process (its CAF node), not the actor that joined: another
+// actor of a member's process takes no second node slot.
 bool gateway_state::joined_already(const peer& sender) {
-  auto it = members_.find(sender);
-  if (it != members_.end())
-    reply(schema::join_refused{"already joined as node " + std::to_string(it->second)});
-  return it != members_.end();
+  if (!sender)
+    return false;
+  for (const auto& [p, node] : members_)
+    if (p->node() == sender->node()) {
+      reply(schema::join_refused{"already joined as node " + std::to_string(node)});
+      if (p != sender && remember(told_, sender))
+        refused(sender, "a second join from the process of node " + std::to_string(node));
+      return true;
+    }
+  return false;
 }
 
 void gateway_state::handle(const schema::challenge_request& r) {

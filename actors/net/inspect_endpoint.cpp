@@ -33,7 +33,7 @@ open_inspect_endpoint(caf::actor_system& sys, const inspect_options& opts,
   gs.actors = e.actors;
   gs.observers_only = true;
   e.gateway = spawn_gateway(sys, gs);
-  auto bound = publish_gateway(sys, e.gateway, opts.port, opts.bind);
+  auto bound = publish_gateway(sys, e.gateway, opts.port, opts.bind, opts.token);
   if (!bound) {
     e.close();
     return make_error(errc::transport_failure,

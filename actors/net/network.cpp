@@ -9,6 +9,7 @@
 #include <caf/openssl/publish.hpp>
 #include <caf/openssl/remote_actor.hpp>
 
+#include "actors/net/door_client.hpp"
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/front_door.hpp"
 #include "actors/system.hpp"
@@ -51,11 +52,11 @@ bool tls_on(caf::actor_system& sys) {
 
 caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
                                              const caf::actor& gateway,
-                                             std::uint16_t port,
-                                             const std::string& bind) {
+                                             std::uint16_t port, const std::string& bind,
+                                             const std::string& token) {
   if (tls_on(sys)) // certificates keep strangers out before any BASP
     return caf::openssl::publish(gateway, port, bind.c_str());
-  auto door = front_door::open(sys, gateway, port, bind);
+  auto door = front_door::open(sys, gateway, port, bind, token);
   if (!door)
     return std::move(door.error());
   const auto bound = (*door)->port();
@@ -64,11 +65,12 @@ caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
   return bound;
 }
 
-caf::expected<caf::actor>
-connect_to_manager(caf::actor_system& sys, const std::string& host, std::uint16_t port) {
+caf::expected<caf::actor> connect_to_manager(caf::actor_system& sys,
+                                             const std::string& host, std::uint16_t port,
+                                             const std::string& token) {
   if (tls_on(sys))
     return caf::openssl::remote_actor(sys, host, port);
-  return sys.middleman().remote_actor(host, port);
+  return connect_through_door(sys, host, port, token);
 }
 
 } // namespace bamboo

@@ -26,12 +26,17 @@ std::optional<std::string> check_tls(const tls_files& tls);
 
 void configure_network(caf::actor_system_config& cfg, const tls_files& tls = {});
 
-// The manager's gateway at bind:port (TLS when the system was configured so).
+// The manager's gateway at bind:port: with TLS when the system was configured
+// so (certificates keep strangers out), else behind the front door, where a
+// peer proves `token` before CAF's protocol (actors/net/front_door.hpp).
 caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
                                              const caf::actor& gateway,
-                                             std::uint16_t port, const std::string& bind);
-// A worker's connection to the manager's gateway.
+                                             std::uint16_t port, const std::string& bind,
+                                             const std::string& token);
+// A worker's (or bamboo-inspect's) connection to the manager's gateway: over
+// TLS, or through the door with the token's proof; every step with a deadline.
 caf::expected<caf::actor> connect_to_manager(caf::actor_system& sys,
-                                             const std::string& host, std::uint16_t port);
+                                             const std::string& host, std::uint16_t port,
+                                             const std::string& token);
 
 } // namespace bamboo

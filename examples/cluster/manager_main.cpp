@@ -40,7 +40,7 @@ int admit_only(const cluster_options& c) {
   spec.store_port = 0; // the store is served over the control channel
   spec.heartbeats = c.heartbeats;
   auto gateway = spawn_gateway(sys, spec);
-  auto bound = publish_gateway(sys, gateway, c.port, c.bind);
+  auto bound = publish_gateway(sys, gateway, c.port, c.bind, c.token);
   if (!bound) {
     std::cerr << "bamboo-manager: error: cannot listen on " << c.bind << ":" << c.port
               << ": " << sys.render(bound.error()) << "\n";

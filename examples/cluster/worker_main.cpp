@@ -102,7 +102,8 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
   // CAF's connect has no deadline: a manager that speaks TLS to a worker that
   // does not (or the other way round) never completes the handshake.
   auto connecting = std::async(std::launch::async, [&] {
-    return connect_to_manager(sys, host, static_cast<std::uint16_t>(std::stoi(m[2])));
+    return connect_to_manager(sys, host, static_cast<std::uint16_t>(std::stoi(m[2])),
+                              *token);
   });
   if (connecting.wait_for(std::chrono::seconds(connect_timeout_s)) !=
       std::future_status::ready) {
@@ -116,7 +117,7 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
   auto manager = connecting.get();
   if (!manager) {
     std::cerr << "bamboo-worker: error: cannot reach the manager at " << manager_addr
-              << ": " << sys.render(manager.error()) << "\n";
+              << ": " << describe(manager.error()) << "\n";
     return 1;
   }
   caf::scoped_actor self{sys};

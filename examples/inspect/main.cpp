@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
   // CAF's connect has no deadline of its own.
   auto connecting = std::async(std::launch::async, [&] {
     return connect_to_manager(sys, m[1].str(),
-                              static_cast<std::uint16_t>(std::stoi(m[2])));
+                              static_cast<std::uint16_t>(std::stoi(m[2])), *token);
   });
   if (connecting.wait_for(timeout) != std::future_status::ready) {
     std::cerr << program << ": error: no answer from " << address << " within "
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   auto gateway = connecting.get();
   if (!gateway) {
     std::cerr << program << ": error: cannot reach the manager at " << address << ": "
-              << sys.render(gateway.error()) << "\n";
+              << describe(gateway.error()) << "\n";
     return 1;
   }
   observer o{sys, *gateway};
