@@ -106,8 +106,10 @@ std::optional<ledger_file> parse_ledger(std::istream& in, std::string& error) {
     error = "line " + std::to_string(n) + ": " + why;
     return std::nullopt;
   };
+  std::int64_t bytes = 0, positions = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
+    bytes += static_cast<std::int64_t>(line.size()) + 1;
     if (line.empty())
       continue;
     if (line[0] == '#') {
@@ -136,6 +138,7 @@ std::optional<ledger_file> parse_ledger(std::istream& in, std::string& error) {
           c.step > max_ledger_samples)
         return bad("a malformed commit (want commit,STEP,GENERATION,FIRST,END,OWNERS,"
                    "SHADOWS)");
+      positions += c.end - c.first;
       f.entries.emplace_back(std::move(c));
     } else if (cells[0] == "rollback") {
       auto r = split(line, ',', 3);
@@ -150,6 +153,16 @@ std::optional<ledger_file> parse_ledger(std::istream& in, std::string& error) {
   }
   if (!have_header)
     return bad("no ledger header (an empty file?)");
+  // What verification costs (an epoch's order, every committed position) is
+  // bounded by the file's size, never by the sizes it claims.
+  const auto budget = ledger_work_budget(bytes);
+  if (f.header.samples_per_epoch + positions > budget) {
+    error = "claims " + std::to_string(f.header.samples_per_epoch) +
+            " samples per epoch and " + std::to_string(positions) +
+            " committed positions: more than a ledger of " + std::to_string(bytes) +
+            " bytes can vouch for (at most " + std::to_string(budget) + " in all)";
+    return std::nullopt;
+  }
   return f;
 }
 
@@ -201,22 +214,32 @@ ledger_verdict verify_ledger(const ledger_file& f,
 
   // Every standing position, mapped to its sample: each sample once an epoch.
   const auto n = f.header.samples_per_epoch;
-  std::map<std::int64_t, std::set<std::int64_t>> used; // epoch -> samples
+  struct epoch_use {
+    std::vector<bool> seen; // a bit per sample
+    std::int64_t count = 0;
+  };
+  std::map<std::int64_t, epoch_use> used; // epoch -> samples
   for (const auto& [k, c] : standing)
     for (auto p = c.first; p < c.end; ++p) {
       const auto epoch = p / n;
       const auto sample = sample_at(p);
-      if (sample < 0 || sample >= n)
+      if (sample < 0 || sample >= n) {
         problem("position " + std::to_string(p) + " maps to no sample of the epoch");
-      else if (!used[epoch].insert(sample).second)
+        continue;
+      }
+      auto& u = used[epoch];
+      if (u.seen.empty())
+        u.seen.resize(static_cast<std::size_t>(n));
+      if (u.seen[static_cast<std::size_t>(sample)])
         problem("sample " + std::to_string(sample) + " used twice in epoch " +
                 std::to_string(epoch) + " (step " + std::to_string(k) + ")");
+      else
+        u.seen[static_cast<std::size_t>(sample)] = true, ++u.count;
     }
-  for (const auto& [epoch, samples] : used)
-    v.epochs.push_back(
-        "epoch " + std::to_string(epoch) + ": " + std::to_string(samples.size()) +
-        " of " + std::to_string(n) + " samples, each once" +
-        (static_cast<std::int64_t>(samples.size()) == n ? " (complete)" : ""));
+  for (const auto& [epoch, u] : used)
+    v.epochs.push_back("epoch " + std::to_string(epoch) + ": " +
+                       std::to_string(u.count) + " of " + std::to_string(n) +
+                       " samples, each once" + (u.count == n ? " (complete)" : ""));
 
   // The plan history of the standing steps: runs of one generation and plan.
   const ledger_commit* first = nullptr;

@@ -27,6 +27,12 @@ namespace bamboo {
 // The most samples an epoch (or a global batch) may have in a ledger: a
 // larger number in a file is refused, not allocated for.
 inline constexpr std::int64_t max_ledger_samples = std::int64_t{1} << 27;
+// The samples and positions a ledger of `bytes` may make verification touch:
+// 4,096 a byte (a commit line of ~40 bytes vouches for a batch of up to
+// ~160,000), and never less than 2^24.
+inline constexpr std::int64_t ledger_work_budget(std::int64_t bytes) {
+  return bytes * 4096 > (std::int64_t{1} << 24) ? bytes * 4096 : std::int64_t{1} << 24;
+}
 
 struct ledger_header {
   std::uint64_t seed = 0;

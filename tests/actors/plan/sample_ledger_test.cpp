@@ -110,3 +110,21 @@ TEST_CASE("a malformed or foreign ledger is refused with its line number",
   refused(ledger({commit(0), format_header({8, 10, 4})}),
           "line 3: a header of another run");
 }
+
+TEST_CASE("a short ledger claiming 2^27 samples in one commit is refused before any work "
+          "- and its bound grows with the file",
+          "[actors][plan]") {
+  const std::int64_t big = std::int64_t{1} << 27;
+  const auto text = format_header({7, big, big}) + "\n" +
+                    format_commit({0, 1, 0, big, {0}, {0}}) + "\n";
+  INFO(text.size() << " bytes");
+  CHECK(text.size() < 120);
+  std::istringstream in(text);
+  std::string error;
+  CHECK_FALSE(parse_ledger(in, error));
+  INFO(error);
+  CHECK(error.find("more than a ledger of " + std::to_string(text.size()) +
+                   " bytes can vouch for") != std::string::npos);
+  CHECK(ledger_work_budget(100) == std::int64_t{1} << 24);
+  CHECK(ledger_work_budget(1 << 20) == std::int64_t{1} << 32);
+}
