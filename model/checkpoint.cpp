@@ -148,7 +148,9 @@ std::optional<checkpoint_shard> write_checkpoint_shard(
 bool write_checkpoint_manifest(const std::string& dir, const checkpoint_manifest& m,
                                int keep, std::string& error) {
   const auto path = checkpoint_step_dir(dir, m.step);
-  const auto text = format_manifest(m);
+  auto keyed = m;
+  keyed.mac = manifest_mac(m); // "" when the process keys none
+  const auto text = format_manifest(keyed);
   if (!write_file_atomically((fs::path(path) / manifest_file).string(),
                              std::vector<std::uint8_t>(text.begin(), text.end()), error))
     return false;
@@ -200,6 +202,10 @@ std::optional<checkpoint> load_checkpoint_dir(const std::string& path,
     return std::nullopt;
   }
   const auto& m = parsed->m;
+  if (auto bad = check_manifest_mac(m)) {
+    error = "manifest: " + *bad;
+    return std::nullopt;
+  }
   checkpoint c;
   // The step, and the one its directory is named after: an edited step would
   // run one step's state as another's.

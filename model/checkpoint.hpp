@@ -42,6 +42,9 @@ struct checkpoint_manifest {
   std::uint64_t generation = 0;
   std::string plan; // owner node of each stage, for the record (resume ignores it)
   std::vector<checkpoint_shard> files;
+  // HMAC-SHA256 (hex) of all of the above under the checkpoint key, "" when the
+  // run keys none (checkpoint_manifest.hpp).
+  std::string mac;
 };
 
 // DIR/step-00000006

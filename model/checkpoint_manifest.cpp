@@ -1,5 +1,11 @@
 #include "model/checkpoint_manifest.hpp"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <mutex>
+
 #include <map>
 #include <set>
 
@@ -86,6 +92,11 @@ std::optional<parsed_manifest> version_2(fields& f, std::string& error) {
   auto plan = f.text("plan");
   auto config = f.text("config");
   const auto* files = f.get("files");
+  const auto* mac = f.get("mac"); // optional: a run without a user's token
+  if (mac && mac->kind != json_value::string) {
+    error = "'mac' is not a string";
+    return std::nullopt;
+  }
   if (!error.empty())
     return std::nullopt;
   if (!files || files->kind != json_value::array) {
@@ -99,6 +110,7 @@ std::optional<parsed_manifest> version_2(fields& f, std::string& error) {
   p.m.plan = *plan;
   p.m.config = *config;
   p.tensors = *tensors;
+  p.m.mac = mac ? mac->text : "";
   for (const auto& item : files->items) {
     auto m = members(item, "a file", error);
     if (!m)
@@ -181,7 +193,7 @@ std::string format_manifest(const checkpoint_manifest& m) {
          ",\n  \"plan\": " + json_quoted(m.plan) +
          ",\n  \"config\": " + json_quoted(m.config) +
          ",\n  \"tensors\": " + std::to_string(tensors) + ",\n  \"files\": [" + files +
-         "\n  ]\n}\n";
+         "\n  ]" + (m.mac.empty() ? "" : ",\n  \"mac\": " + json_quoted(m.mac)) + "\n}\n";
 }
 
 std::optional<parsed_manifest> parse_manifest(const std::string& text,
@@ -225,6 +237,86 @@ std::optional<parsed_manifest> parse_manifest(const std::string& text,
       return std::nullopt;
     }
   return p;
+}
+
+namespace {
+std::mutex key_mutex;
+std::vector<std::uint8_t> key; // empty: checkpoints unkeyed
+
+// Each value length-prefixed, in a fixed order: no two manifests share a message.
+void append(std::vector<std::uint8_t>& out, const std::string& s) {
+  for (int i = 0; i < 8; ++i)
+    out.push_back(
+        static_cast<std::uint8_t>(static_cast<std::uint64_t>(s.size()) >> (8 * i)));
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+std::vector<std::uint8_t> hmac(const std::vector<std::uint8_t>& k,
+                               const std::vector<std::uint8_t>& msg) {
+  std::vector<std::uint8_t> mac(EVP_MAX_MD_SIZE);
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), k.data(), static_cast<int>(k.size()), msg.data(), msg.size(),
+       mac.data(), &len);
+  mac.resize(len);
+  return mac;
+}
+} // namespace
+
+void key_checkpoints(const std::string& token) {
+  std::lock_guard<std::mutex> lock(key_mutex);
+  key.clear();
+  if (token.empty())
+    return;
+  // A key of its own, not the token: a manifest's digest proves nothing else.
+  const std::string label = "bamboo-checkpoint-key";
+  key = hmac(std::vector<std::uint8_t>(token.begin(), token.end()),
+             std::vector<std::uint8_t>(label.begin(), label.end()));
+}
+
+bool checkpoints_keyed() {
+  std::lock_guard<std::mutex> lock(key_mutex);
+  return !key.empty();
+}
+
+std::string manifest_mac(const checkpoint_manifest& m) {
+  std::lock_guard<std::mutex> lock(key_mutex);
+  if (key.empty())
+    return "";
+  std::vector<std::uint8_t> msg;
+  append(msg, "bamboo-checkpoint-manifest");
+  for (const auto n : {static_cast<std::uint64_t>(m.step), m.seed,
+                       static_cast<std::uint64_t>(m.cursor), m.generation})
+    append(msg, std::to_string(n));
+  append(msg, m.plan);
+  append(msg, m.config);
+  append(msg, std::to_string(m.files.size()));
+  for (const auto& f : m.files) {
+    append(msg, f.file);
+    append(msg, f.sha256);
+    append(msg, std::to_string(f.bytes));
+    append(msg, std::to_string(f.tensors));
+  }
+  const auto mac = hmac(key, msg);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (auto b : mac)
+    out += {hex[b >> 4], hex[b & 15]};
+  return out;
+}
+
+std::optional<std::string> check_manifest_mac(const checkpoint_manifest& m) {
+  if (!checkpoints_keyed())
+    return std::nullopt;
+  if (m.mac.empty())
+    return "no keyed digest ('mac'), and this run keys its checkpoints with its "
+           "cluster token (was it written by a run without --token-file or "
+           "$BAMBOO_TOKEN?)";
+  const auto want = manifest_mac(m);
+  if (m.mac.size() != want.size() ||
+      CRYPTO_memcmp(m.mac.data(), want.data(), want.size()) != 0)
+    return "its keyed digest ('mac') does not match its values: edited, a file "
+           "substituted, or written under another cluster token";
+  return std::nullopt;
 }
 
 } // namespace bamboo

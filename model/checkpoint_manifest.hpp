@@ -6,7 +6,12 @@
 // once. Version 1 ("format": "bamboo-checkpoint-1", every value a string, the
 // files as "a,b" with "a.sha256" and "a.bytes") is still read; any other
 // version is refused by its number. Keys this build does not know are ignored:
-// a keyed digest and tensor shapes can join version 2 later.
+// tensor shapes can join version 2 later. "mac": HMAC-SHA256 of every value
+// under a key derived from the cluster token, when the user gave the token
+// (--token-file or $BAMBOO_TOKEN; a token a launcher made for one run keys
+// nothing): a process that has the key refuses a manifest without it or with
+// another, so an edited step or a substituted shard (its SHA-256 recomputed)
+// is refused by name.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,17 @@ inline constexpr int manifest_version = 2;
 std::optional<std::int64_t> decimal_number(const std::string& text);
 
 std::string format_manifest(const checkpoint_manifest& m);
+
+// The process's checkpoint key, derived from `token`; an empty token removes
+// it. Set once at start-up, before the first checkpoint.
+void key_checkpoints(const std::string& token);
+bool checkpoints_keyed();
+// The manifest's keyed digest over every value but `mac` (hex), under the
+// process's key; "" without one.
+std::string manifest_mac(const checkpoint_manifest& m);
+// Why a parsed manifest fails the process's key (nullopt: it passes, or the
+// process has none).
+std::optional<std::string> check_manifest_mac(const checkpoint_manifest& m);
 
 struct parsed_manifest {
   int version = 0;

@@ -30,7 +30,15 @@ struct handshake {
 // more value of the handshake that only holders of the token can compute.
 // The door's roles prove the token on a connection before CAF's protocol
 // (actors/net/door_proof.hpp).
-enum class proof_role { manager, worker, observer, operator_, session, door_client, door_server };
+enum class proof_role {
+  manager,
+  worker,
+  observer,
+  operator_,
+  session,
+  door_client,
+  door_server
+};
 
 std::vector<std::uint8_t> make_nonce();
 std::vector<std::uint8_t> prove(const std::string& token, proof_role role,

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/basp_broker.hpp>
@@ -27,9 +28,11 @@ using clock_type = std::chrono::steady_clock;
 
 struct socket_guard {
   int fd = -1;
-  ~socket_guard() {
+  ~socket_guard() { reset(); }
+  void reset() {
     if (fd >= 0)
       ::close(fd);
+    fd = -1;
   }
   int release() { return std::exchange(fd, -1); }
 };
@@ -126,6 +129,58 @@ std::string write_all(int fd, const std::vector<std::uint8_t>& bytes,
 
 } // namespace
 
+namespace {
+
+// One try at the door: the proven socket in `s`, "" on success; else why, and
+// whether another try may do better (a door full of a flood's connections
+// closes some at once, or draws one of them to close).
+struct attempt {
+  std::string why;
+  bool retry = false, refused_proof = false;
+};
+
+attempt prove_once(socket_guard& s, const caf::actor_system& sys, const std::string& host,
+                   std::uint16_t port, const std::string& token,
+                   std::chrono::milliseconds timeout, clock_type::time_point deadline) {
+  if (auto why = dial(s, host, port, deadline); !why.empty())
+    return {"cannot connect: " + why, false};
+  std::uint8_t greeting[door_greeting_bytes];
+  if (auto why = read_exactly(s.fd, greeting, sizeof greeting, deadline); !why.empty()) {
+    if (why == "timeout")
+      return {"no greeting within " + std::to_string(timeout.count()) +
+                  " ms: not a bamboo manager's port, or one that speaks TLS (give "
+                  "--tls-cert, --tls-key and --tls-ca)",
+              false};
+    return {"closed the connection before its greeting (" + why +
+                "): too many connections waiting at the door, or not a bamboo manager",
+            true};
+  }
+  auto door_nonce = read_door_greeting(greeting, sizeof greeting);
+  if (!door_nonce)
+    return {"its greeting is no bamboo door's (another program on that port, or a "
+            "manager of another version)",
+            false};
+  const auto node = caf::to_string(sys.node());
+  door_hello h{make_nonce(), node, {}};
+  const auto hello = door_hello_bytes(token, *door_nonce, h.nonce, node);
+  if (auto why = write_all(s.fd, hello, deadline); !why.empty())
+    return {"cannot send the proof of the cluster token: " + why, true};
+  std::vector<std::uint8_t> answer(door_proof_bytes);
+  if (auto why = read_exactly(s.fd, answer.data(), answer.size(), deadline);
+      !why.empty()) {
+    if (why == "closed")
+      return {"refused this process's proof of the cluster token (a wrong token, or "
+              "this node id connected already)",
+              true, true};
+    return {"no answer to the proof of the cluster token (" + why + ")", false};
+  }
+  if (!check_door_answer(token, *door_nonce, h, answer))
+    return {"it does not hold the cluster token (its answer fails the proof)", false};
+  return {};
+}
+
+} // namespace
+
 caf::expected<caf::actor>
 connect_through_door(caf::actor_system& sys, const std::string& host, std::uint16_t port,
                      const std::string& token, std::chrono::milliseconds timeout) {
@@ -135,34 +190,24 @@ connect_through_door(caf::actor_system& sys, const std::string& host, std::uint1
   };
   const auto deadline = clock_type::now() + timeout;
   socket_guard s;
-  if (auto why = dial(s, host, port, deadline); !why.empty())
-    return fail("cannot connect: " + why);
-  std::uint8_t greeting[door_greeting_bytes];
-  if (auto why = read_exactly(s.fd, greeting, sizeof greeting, deadline); !why.empty())
-    return fail(why == "timeout"
-                    ? "no greeting within " + std::to_string(timeout.count()) +
-                          " ms: not a bamboo manager's port, or one that speaks TLS "
-                          "(give --tls-cert, --tls-key and --tls-ca)"
-                    : "closed the connection before its greeting (" + why +
-                          "): too many connections from this address, or not a "
-                          "bamboo manager");
-  auto door_nonce = read_door_greeting(greeting, sizeof greeting);
-  if (!door_nonce)
-    return fail("its greeting is no bamboo door's (another program on that port, or a "
-                "manager of another version)");
-  const auto node = caf::to_string(sys.node());
-  door_hello h{make_nonce(), node, {}};
-  const auto hello = door_hello_bytes(token, *door_nonce, h.nonce, node);
-  if (auto why = write_all(s.fd, hello, deadline); !why.empty())
-    return fail("cannot send the proof of the cluster token: " + why);
-  std::vector<std::uint8_t> answer(door_proof_bytes);
-  if (auto why = read_exactly(s.fd, answer.data(), answer.size(), deadline); !why.empty())
-    return fail(why == "closed"
-                    ? "refused this process's proof of the cluster token "
-                      "(a wrong token, or this node is connected already)"
-                    : "no answer to the proof of the cluster token (" + why + ")");
-  if (!check_door_answer(token, *door_nonce, h, answer))
-    return fail("it does not hold the cluster token (its answer fails the proof)");
+  auto pause = std::chrono::milliseconds(50);
+  int refused_proofs = 0;
+  for (;;) {
+    s.reset();
+    const auto a = prove_once(s, sys, host, port, token, timeout, deadline);
+    if (a.why.empty())
+      break;
+    refused_proofs += a.refused_proof;
+    // A refused proof is tried three times (a flood may have drawn it), then
+    // taken for a wrong token: the user's to fix, exit 2 where programs map
+    // errors.
+    if (a.refused_proof && refused_proofs >= 3)
+      return make_error(errc::invalid_config, "the manager at " + where + " " + a.why);
+    if (!a.retry || clock_type::now() + pause >= deadline)
+      return fail(a.why);
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(1000));
+  }
   int one = 1;
   ::setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // CAF's broker takes the proven connection as one it opened: its client

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <caf/node_id.hpp>
+
 #include "actors/net/auth.hpp"
 
 namespace bamboo {
@@ -86,6 +88,21 @@ door_hello door_hello_reader::hello() const {
   h.node.assign(reinterpret_cast<const char*>(p), id);
   h.proof.assign(p + id, p + id + door_proof_bytes);
   return h;
+}
+
+bool canonical_node_id(const std::string& text) {
+  const auto hash = text.find('#');
+  if (hash != 40 || text.size() < 42 || text.size() > 51)
+    return false;
+  const auto pid = text.substr(hash + 1);
+  if (pid.find_first_not_of("0123456789") != std::string::npos ||
+      (pid.size() > 1 && pid[0] == '0'))
+    return false;
+  const auto n = std::stoull(pid);
+  if (n > 0xffffffffull)
+    return false;
+  auto node = caf::make_node_id(static_cast<std::uint32_t>(n), text.substr(0, hash));
+  return node && caf::to_string(*node) == text;
 }
 
 bool check_door_hello(const std::string& token,

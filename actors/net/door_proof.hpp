@@ -63,6 +63,11 @@ private:
   std::string why_;
 };
 
+// Whether `text` is a CAF node id exactly as CAF writes one (40 hex digits
+// of host hash, '#', the process id): one spelling per node, nothing that
+// could forge a log line.
+bool canonical_node_id(const std::string& text);
+
 bool check_door_hello(const std::string& token,
                       const std::vector<std::uint8_t>& door_nonce, const door_hello& h);
 // The door's answer: its proof over the hello it checked.

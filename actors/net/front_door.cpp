@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -152,6 +155,7 @@ struct front_door::impl {
   std::list<connection> conns;
   mutable std::mutex stats_mutex;
   front_door_stats counts;
+  std::mt19937_64 draw{std::random_device{}()};
 
   impl(caf::actor_system& s, caf::actor p, std::string t, front_door_limits l)
       : sys(s), published(std::move(p)), token(std::move(t)), limits(l) {}
@@ -232,7 +236,7 @@ struct front_door::impl {
       if (mine >= limits.unproven_per_address)
         why = "over " + std::to_string(limits.unproven_per_address) +
               " connections from one address that have not proven the token";
-      else if (all >= limits.unproven)
+      else if (all >= limits.unproven && !make_room())
         why = "over " + std::to_string(limits.unproven) +
               " connections that have not proven the token";
       if (!why.empty()) {
@@ -252,11 +256,34 @@ struct front_door::impl {
     }
   }
 
+  // Full of unproven connections (a flood from many addresses): one of them,
+  // drawn at random, goes. An honest peer proves within milliseconds, so a
+  // flood must outpace its proof to push it out, and one whose proof is
+  // already waiting to be read is never drawn; a connection that has proven
+  // the token is never one of them. False when none may go.
+  bool make_room() {
+    std::vector<connection*> idle;
+    for (auto& c : conns) {
+      int unread = 0;
+      if (!c.dead && !c.proven && ::ioctl(c.tcp, FIONREAD, &unread) == 0 && unread == 0)
+        idle.push_back(&c);
+    }
+    if (idle.empty())
+      return false;
+    auto& victim =
+        *idle[std::uniform_int_distribution<std::size_t>(0, idle.size() - 1)(draw)];
+    refuse(victim, "drawn to make room: over " + std::to_string(limits.unproven) +
+                       " connections that have not proven the token");
+    return true;
+  }
+
   // The peer proved the token as `node`: the door answers, and CAF serves the
   // connection from here on as if it had accepted it (the handler CAF's broker
   // keeps for a connection without a doorman): the server's handshake, then
   // BASP.
   void admit_to_caf(connection& c, const door_hello& h) {
+    if (!canonical_node_id(h.node))
+      return refuse(c, "a proof for a node id not as CAF writes one");
     if (h.node == caf::to_string(sys.node()))
       return refuse(c, "a proof as the manager's own node");
     std::size_t waiting = 0;
@@ -455,6 +482,13 @@ front_door::open(caf::actor_system& sys, const caf::actor& published, std::uint1
   if (token.empty())
     return make_error(errc::invalid_config, "the manager's port needs a cluster token");
   auto p = std::make_unique<impl>(sys, published, token, limits);
+  // Each unproven connection holds a descriptor: room for the door's limits
+  // above the members' own, where the hard limit allows.
+  if (rlimit r{}; ::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 4096 &&
+                  r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = std::min<rlim_t>(4096, r.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -6,8 +6,10 @@
 // hands CAF only what may go on, over a socket pair that no other process can
 // reach. One connection per node id. What a stranger costs is bounded: a few
 // hundred bytes and the time to prove (5 s), at most 8 such connections per
-// address and 64 in all; over that, new connections are closed at once, and
-// none that has proven the token is ever closed to make room. Refusals are
+// address (more are closed at once) and 256 in all; over that, an unproven
+// one drawn at random goes (an honest peer proves in milliseconds: a flood
+// from many addresses must outpace its proof), never one that has proven the
+// token. Refusals are
 // logged once per address and kind with the peer's address, repeats counted.
 #pragma once
 
@@ -27,7 +29,7 @@ namespace bamboo {
 
 struct front_door_limits {
   basp_limits frames;
-  std::size_t unproven = 64; // connections whose peer has not proven the token
+  std::size_t unproven = 256; // connections whose peer has not proven the token
   std::size_t unproven_per_address = 8;
   std::chrono::milliseconds prove_within{5000};
   std::size_t unadmitted = 64; // proven, not joined yet

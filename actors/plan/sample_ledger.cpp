@@ -237,9 +237,9 @@ ledger_verdict verify_ledger(const ledger_file& f,
         u.seen[static_cast<std::size_t>(sample)] = true, ++u.count;
     }
   for (const auto& [epoch, u] : used)
-    v.epochs.push_back("epoch " + std::to_string(epoch) + ": " +
-                       std::to_string(u.count) + " of " + std::to_string(n) +
-                       " samples, each once" + (u.count == n ? " (complete)" : ""));
+    v.epochs.push_back("epoch " + std::to_string(epoch) + ": " + std::to_string(u.count) +
+                       " of " + std::to_string(n) + " samples, each once" +
+                       (u.count == n ? " (complete)" : ""));
 
   // The plan history of the standing steps: runs of one generation and plan.
   const ledger_commit* first = nullptr;

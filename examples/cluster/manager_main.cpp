@@ -22,6 +22,7 @@
 #include "examples/train/cli.hpp"
 #include "examples/train/report.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint_manifest.hpp"
 
 namespace bamboo {
 
@@ -90,6 +91,10 @@ int manager_main(int argc, char** argv, std::shared_ptr<const model_definition> 
   // is the launcher's, and kills nothing).
   std::vector<std::string> announced;
   app.add_option("--announced-kill", announced, "node=N@step=K")->group("");
+  // The launcher's token was made for this run only: it keys no checkpoint.
+  bool unkeyed = false;
+  app.add_flag("--unkeyed-checkpoints", unkeyed, "checkpoints without a keyed digest")
+      ->group("");
   if (auto status = process::parse_or_exit(app, argc, argv, "bamboo-manager"))
     return *status;
   if (auto problem = train.finish()) {
@@ -135,6 +140,8 @@ int manager_main(int argc, char** argv, std::shared_ptr<const model_definition> 
     return 2;
   c.port = static_cast<std::uint16_t>(port);
   c.token = *token;
+  if (!unkeyed) // a token the user gave keys the checkpoints' manifests
+    key_checkpoints(*token);
   auto op = process::operator_token_or_complain("bamboo-manager", operator_token_file);
   if (!op)
     return 2;

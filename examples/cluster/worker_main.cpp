@@ -118,7 +118,7 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
   if (!manager) {
     std::cerr << "bamboo-worker: error: cannot reach the manager at " << manager_addr
               << ": " << describe(manager.error()) << "\n";
-    return 1;
+    return is_error(manager.error(), errc::invalid_config) ? 2 : 1;
   }
   caf::scoped_actor self{sys};
   worker_spec ws;

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   if (!gateway) {
     std::cerr << program << ": error: cannot reach the manager at " << address << ": "
               << describe(gateway.error()) << "\n";
-    return 1;
+    return is_error(gateway.error(), errc::invalid_config) ? 2 : 1;
   }
   observer o{sys, *gateway};
   auto first = o.attach(*token, timeout, *op);

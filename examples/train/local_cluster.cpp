@@ -180,6 +180,8 @@ int run_local_cluster(const local_cluster_options& lo) {
                      : lo.manager_program;
     margs.insert(margs.end(), {"--port", "0", "--token-file", token.path(),
                                "--operator-token-file", token.operator_path()});
+    if (!token.user_given())
+      margs.emplace_back("--unkeyed-checkpoints");
     margs.insert(margs.end(), lo.manager_args.begin(), lo.manager_args.end());
     for (std::size_t i = 0; i < kills.size(); ++i) // the manager calls them preemptions
       if (!fired[i])

@@ -99,7 +99,8 @@ void remove_token_files_now() {
   }
 }
 
-token_file::token_file(const std::string& token, const std::string& operator_token) {
+token_file::token_file(const std::string& token, const std::string& operator_token)
+    : user_given_(!token.empty()) {
   dir_ = (base_dir() / "bamboo-token-XXXXXX").string();
   if (!mkdtemp(dir_.data())) { // mode 0700
     dir_.clear();

@@ -28,9 +28,12 @@ public:
   const std::string& operator_path() const { return operator_path_; }
   const std::string& operator_token() const { return operator_token_; }
   const std::string& dir() const { return dir_; }
+  // The cluster token is the user's, not one made for this run.
+  bool user_given() const { return user_given_; }
 
 private:
   std::string dir_, path_, token_, operator_path_, operator_token_;
+  bool user_given_ = false;
 };
 
 // Removes every live token_file's files now (async-signal-safe: for a signal

@@ -6,10 +6,12 @@
 //      worker process per stage), printing progress and metrics,
 //   3. summarise: steps, preemptions survived, recomputed work, failover latency.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
 #include "actors/embedded_cluster.hpp"
+#include "actors/net/auth.hpp"
 #include "examples/cluster/child_process.hpp"
 #include "examples/cluster/process.hpp"
 #include "examples/programs/main.hpp"
@@ -19,6 +21,7 @@
 #include "examples/train/token_file.hpp"
 #include "examples/train/trace_replay.hpp"
 #include "log/log.hpp"
+#include "model/checkpoint_manifest.hpp"
 #include "model/schedule.hpp"
 
 namespace bamboo {
@@ -131,6 +134,8 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
     token = app::run_tokens(opts->token_file, opts->operator_token_file);
     if (!token)
       return 2;
+    if (token->user_given())
+      key_checkpoints(token->token());
     run.inspect.token = token->token();
     run.inspect.operator_token = token->operator_token();
     run.inspect.on_listening = [&](std::uint16_t port) {
@@ -141,6 +146,14 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
           token->operator_path().c_str());
       std::fflush(stdout);
     };
+  } else if (!opts->token_file.empty() || std::getenv("BAMBOO_TOKEN")) {
+    std::string error; // the user's token keys the checkpoints' manifests
+    auto t = load_token(opts->token_file, error);
+    if (!t) {
+      std::fprintf(stderr, "bamboo-train: error: %s\n", error.c_str());
+      return 2;
+    }
+    key_checkpoints(*t);
   }
   run.on_step = [&](const step_record& r) { report.on_step(r); };
   run.on_rollback = [&](std::int64_t to, const std::string& why) {

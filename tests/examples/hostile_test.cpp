@@ -317,6 +317,16 @@ TEST_CASE("a stranger at the manager's port never reaches CAF - a token holder c
   const auto join_ms = number_after(attack.output, "from 127.0.0.2: admitted in ");
   CHECK(join_ms >= 0);
   CHECK(join_ms < 5000);
+  // 200 addresses holding 8 unproven connections each: the door is full, and
+  // an honest connection still gets through.
+  const auto many = run_command(
+      "BAMBOO_TOKEN=$(cat " + token_file + ") " + BAMBOO_HOSTILE_BIN + " " + port + " " +
+      std::to_string(worker) + " " + std::to_string(manager) + " 10 many-addresses");
+  INFO(many.output);
+  CHECK(many.status == 0);
+  const auto through_ms = number_after(many.output, "through the door proven in ");
+  CHECK(through_ms >= 0);
+  CHECK(through_ms < 5000);
   run.finish();
   const auto log = run.proc.log();
   INFO(log.substr(0, 20000));
@@ -328,7 +338,8 @@ TEST_CASE("a stranger at the manager's port never reaches CAF - a token holder c
         "is connected already", "a handshake as node", "a routed message",
         "a monitor or down message about another", "more than 16 sender ids",
         "a payload of 1073741824 bytes announced before a join",
-        "connections from one address that have not proven the token"})
+        "connections from one address that have not proven the token",
+        "drawn to make room"})
     CHECK(
         std::regex_search(log, std::regex("closed the connection from 127\\.0\\.0\\.[12]:"
                                           "\\d+: .*" +

@@ -11,8 +11,11 @@
 // when the honest join is accepted; exits 1 when it is not.
 //
 //   bamboo-hostile-client PORT WORKER_PID MANAGER_PID FLOOD_S  (token: $BAMBOO_TOKEN)
+//   bamboo-hostile-client PORT WORKER_PID MANAGER_PID SECONDS many-addresses
+//     (only the flood of held connections from 200 addresses)
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -379,6 +382,54 @@ void insider(caf::actor_system& sys, std::uint32_t worker_pid) {
   }
 }
 
+// 200 addresses (127.0.0.2 to 127.0.0.201) each holding the 8 unproven
+// connections the door allows, opened again as soon as closed, while an
+// honest member joins from 127.0.0.1: the door full, a random one drawn.
+std::optional<long long> many_addresses(caf::actor_system& sys, int seconds) {
+  std::atomic<bool> stop{false};
+  std::atomic<long> made{0};
+  auto hold = [&](int first, int last) {
+    std::vector<std::pair<int, std::string>> fds;
+    for (int a = first; a <= last; ++a)
+      for (int k = 0; k < 8; ++k)
+        fds.emplace_back(-1, "127.0.0." + std::to_string(a));
+    while (!stop) {
+      for (auto& [fd, from] : fds) {
+        if (stop)
+          break;
+        if (fd >= 0 && !closed_now(fd))
+          continue;
+        if (fd >= 0)
+          ::close(fd);
+        fd = dial(from.c_str());
+        made += fd >= 0;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    for (auto& [fd, from] : fds)
+      if (fd >= 0)
+        ::close(fd);
+  };
+  std::thread t(hold, 2, 101), u(hold, 102, 201);
+  std::this_thread::sleep_for(2s);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto gw = connect_to_manager(sys, "127.0.0.1", port_, token_);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  std::this_thread::sleep_until(t0 + std::chrono::seconds(seconds));
+  stop = true;
+  t.join();
+  u.join();
+  std::printf("1,600 connections held from 200 addresses (%ld opened): an honest "
+              "connection through the door %s in %lld ms\n",
+              made.load(), gw ? "proven" : "REFUSED", static_cast<long long>(ms));
+  std::fflush(stdout);
+  if (!gw)
+    return std::nullopt;
+  return ms;
+}
+
 // Connections from 127.0.0.2 as fast as they go, each closed at once, while an
 // honest member joins from 127.0.0.1.
 std::optional<std::uint32_t> flood(caf::actor_system& sys, int seconds) {
@@ -415,22 +466,32 @@ std::optional<std::uint32_t> flood(caf::actor_system& sys, int seconds) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5 || !std::getenv("BAMBOO_TOKEN")) {
+  if ((argc != 5 && argc != 6) || !std::getenv("BAMBOO_TOKEN")) {
     std::fprintf(stderr,
-                 "usage: BAMBOO_TOKEN=... %s PORT WORKER_PID MANAGER_PID FLOOD_S\n",
+                 "usage: BAMBOO_TOKEN=... %s PORT WORKER_PID MANAGER_PID FLOOD_S "
+                 "[many-addresses]\n",
                  argv[0]);
     return 2;
   }
+  const bool many = argc == 6 && std::string(argv[5]) == "many-addresses";
   port_ = static_cast<std::uint16_t>(std::stoi(argv[1]));
   const auto worker_pid = static_cast<std::uint32_t>(std::stoul(argv[2]));
   const auto manager_pid = static_cast<pid_t>(std::stol(argv[3]));
   const int flood_s = std::stoi(argv[4]);
   token_ = std::getenv("BAMBOO_TOKEN");
+  if (rlimit r{}; ::getrlimit(RLIMIT_NOFILE, &r) == 0) { // 2,400 held descriptors
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
   caf::actor_system_config cfg;
   configure_network(cfg);
   caf::actor_system sys{cfg};
-  stranger(sys, worker_pid);
-  held(sys, manager_pid);
+  if (!many) {
+    stranger(sys, worker_pid);
+    held(sys, manager_pid);
+  }
+  if (many) // a process of its own: its node id is not the other run's
+    return many_addresses(sys, flood_s) ? 0 : 1;
   insider(sys, worker_pid);
   auto node = flood(sys, flood_s);
   if (!node) {

@@ -227,3 +227,29 @@ TEST_CASE("a hello is read field by field - a wrong magic, an empty or oversized
   door_hello_reader past;
   CHECK_FALSE(past.feed(bytes.data(), door_hello_head + 1));
 }
+
+TEST_CASE("a door full of unproven connections from many addresses draws one of them to "
+          "make room for a newcomer - never a connection that has proven the token",
+          "[actors]") {
+  front_door_limits limits;
+  limits.unproven = 4;
+  door_fixture f{limits};
+  peer member{f.door->port(), "127.0.0.1"};
+  auto n = read_door_greeting(member.greeting().data(), door_greeting_bytes);
+  REQUIRE(n);
+  member.send(door_hello_bytes(door_token, *n, make_nonce(),
+                               caf::to_string(f.node(4100000009u))));
+  REQUIRE(member.read(door_proof_bytes).size() == door_proof_bytes);
+  std::vector<std::unique_ptr<peer>> strangers;
+  for (const char* from : {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}) {
+    strangers.push_back(std::make_unique<peer>(f.door->port(), from));
+    REQUIRE(strangers.back()->greeting().size() == door_greeting_bytes);
+  }
+  peer newcomer{f.door->port(), "127.0.0.6"};
+  CHECK(newcomer.greeting().size() == door_greeting_bytes);
+  int closed = 0;
+  for (auto& p : strangers)
+    closed += p->closed(300ms);
+  CHECK(closed == 1);
+  CHECK_FALSE(member.closed(100ms));
+}
