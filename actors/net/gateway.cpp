@@ -79,7 +79,15 @@ void gateway_state::refused(const peer& sender, const std::string& why) {
 
 void gateway_state::handle(const schema::heartbeat& hb) {
   auto it = members_.find(self_->current_sender());
-  if (it == members_.end() || it->second != static_cast<int>(hb.node)) {
+  if (it != members_.end() && it->second != static_cast<int>(hb.node)) {
+    // A member speaks for itself only: another node's heartbeat keeps no one alive.
+    if (beat_for_others_.insert(self_->current_sender()).second)
+      logger_->warn("dropped a heartbeat for node {} from node {} (a member beats for "
+                    "itself only)",
+                    hb.node, it->second);
+    return;
+  }
+  if (it == members_.end()) {
     // A fenced (or never joined) sender: it must join again as a new node.
     if (remember(told_, self_->current_sender())) {
       logger_->warn("dropped a heartbeat from fenced node {}", hb.node);

@@ -22,8 +22,6 @@ bool gateway_state::joined_already(const peer& sender) {
 
 void gateway_state::handle(const schema::challenge_request& r) {
   auto sender = self_->current_sender();
-  if (joined_already(sender))
-    return;
   if (r.nonce.size() != nonce_bytes || !sender ||
       r.identity != caf::to_string(sender->node())) {
     refused(sender, r.nonce.size() != nonce_bytes
@@ -35,6 +33,8 @@ void gateway_state::handle(const schema::challenge_request& r) {
                                    : "the identity is not the sender's node"});
     return;
   }
+  if (joined_already(sender))
+    return;
   // A fenced node that asks afresh has dropped its old session: the handshake's
   // answers go unsealed, as to any newcomer.
   if (auto f = fenced_.find(sender->node()); f != fenced_.end()) {

@@ -177,6 +177,7 @@ private:
   std::map<peer, int> members_;
   std::map<int, std::vector<caf::actor>> proxies_; // member -> actors standing for its
   std::set<peer> told_;
+  std::set<peer> beat_for_others_; // members told once (members are bounded)
   static constexpr std::size_t max_observers = 16;
   std::map<peer, bool> observers_; // an observer, and whether it is an operator
   heartbeat_tracker tracker_;

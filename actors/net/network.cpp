@@ -67,10 +67,11 @@ caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
 
 caf::expected<caf::actor> connect_to_manager(caf::actor_system& sys,
                                              const std::string& host, std::uint16_t port,
-                                             const std::string& token) {
+                                             const std::string& token,
+                                             std::chrono::milliseconds timeout) {
   if (tls_on(sys))
     return caf::openssl::remote_actor(sys, host, port);
-  return connect_through_door(sys, host, port, token);
+  return connect_through_door(sys, host, port, token, timeout);
 }
 
 } // namespace bamboo

@@ -4,6 +4,7 @@
 // manager's port speaks only TLS with certificates both sides verify.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -35,8 +36,9 @@ caf::expected<std::uint16_t> publish_gateway(caf::actor_system& sys,
                                              const std::string& token);
 // A worker's (or bamboo-inspect's) connection to the manager's gateway: over
 // TLS, or through the door with the token's proof; every step with a deadline.
-caf::expected<caf::actor> connect_to_manager(caf::actor_system& sys,
-                                             const std::string& host, std::uint16_t port,
-                                             const std::string& token);
+caf::expected<caf::actor>
+connect_to_manager(caf::actor_system& sys, const std::string& host, std::uint16_t port,
+                   const std::string& token,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 } // namespace bamboo

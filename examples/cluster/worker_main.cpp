@@ -102,10 +102,11 @@ int worker_main(int argc, char** argv, std::shared_ptr<const model_definition> m
   // CAF's connect has no deadline: a manager that speaks TLS to a worker that
   // does not (or the other way round) never completes the handshake.
   auto connecting = std::async(std::launch::async, [&] {
+    // The door's own deadline comes first: it names what it met.
     return connect_to_manager(sys, host, static_cast<std::uint16_t>(std::stoi(m[2])),
-                              *token);
+                              *token, std::chrono::seconds(connect_timeout_s));
   });
-  if (connecting.wait_for(std::chrono::seconds(connect_timeout_s)) !=
+  if (connecting.wait_for(std::chrono::seconds(connect_timeout_s + 2)) !=
       std::future_status::ready) {
     status::say("bamboo-worker: error: no answer from the manager at " + manager_addr +
                 " within " + std::to_string(connect_timeout_s) +

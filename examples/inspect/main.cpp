@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
   app.add_option("--operator-token-file", operator_token_file,
                  "the operator token, which commands need (else $BAMBOO_OPERATOR_TOKEN; "
                  "without it: watch only)");
+  tls_files tls;
+  app.add_option("--tls-cert", tls.cert, "TLS: this observer's certificate (PEM)");
+  app.add_option("--tls-key", tls.key, "TLS: its private key (PEM)");
+  app.add_option("--tls-ca", tls.ca, "TLS: the CA that signed the manager's certificate");
   app.add_flag("--json", json, "print one snapshot of the run as JSON and exit");
   app.add_flag("--watch", follow, "print each event as a JSON line until the run ends");
   app.add_option("--period-ms", period_ms,
@@ -125,6 +129,10 @@ int main(int argc, char** argv) {
                  "view's prompt, type it)\n";
     return 2;
   }
+  if (auto problem = check_tls(tls)) {
+    std::cerr << program << ": error: " << *problem << "\n";
+    return 2;
+  }
   auto token = process::token_or_complain(program, token_file);
   if (!token)
     return 2;
@@ -133,14 +141,15 @@ int main(int argc, char** argv) {
     return 2;
   const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_s * 1000));
   caf::actor_system_config cfg;
-  configure_network(cfg, {});
+  configure_network(cfg, tls);
   caf::actor_system sys{cfg};
   // CAF's connect has no deadline of its own.
   auto connecting = std::async(std::launch::async, [&] {
-    return connect_to_manager(sys, m[1].str(),
-                              static_cast<std::uint16_t>(std::stoi(m[2])), *token);
+    return connect_to_manager(
+        sys, m[1].str(), static_cast<std::uint16_t>(std::stoi(m[2])), *token, timeout);
   });
-  if (connecting.wait_for(timeout) != std::future_status::ready) {
+  if (connecting.wait_for(timeout + std::chrono::seconds(2)) !=
+      std::future_status::ready) {
     std::cerr << program << ": error: no answer from " << address << " within "
               << timeout_s << " s\n";
     std::fflush(stderr);

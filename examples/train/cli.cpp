@@ -1,5 +1,7 @@
 #include "examples/train/cli.hpp"
 
+#include "actors/net/network.hpp"
+
 #include <cstdio>
 #include <iostream>
 
@@ -314,6 +316,11 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code,
   app.add_option("--operator-token-file", o.operator_token_file,
                  "the operator token's file, which bamboo-inspect needs for commands "
                  "(else $BAMBOO_OPERATOR_TOKEN, else a fresh one)");
+  app.add_option("--tls-cert", o.tls.cert,
+                 "with --processes: TLS between the manager and the workers, this "
+                 "certificate (PEM) for each of them");
+  app.add_option("--tls-key", o.tls.key, "with --processes: its private key (PEM)");
+  app.add_option("--tls-ca", o.tls.ca, "with --processes: the CA that signed it (PEM)");
   int inspect_port = -1;
   app.add_option("--inspect-port", inspect_port,
                  "embedded: bamboo-inspect may attach at 127.0.0.1:PORT (0: any free "
@@ -343,6 +350,13 @@ std::optional<cli_options> parse_cli(int argc, char** argv, int& exit_code,
     if (!problem && !o.processes)
       problem = "--zones is for --processes (the zones of worker processes)";
   }
+  if (!problem && o.tls.enabled() && !o.processes)
+    problem = "--tls-cert, --tls-key and --tls-ca are for --processes (an embedded run "
+              "has no connection between processes but --inspect-port's, behind the "
+              "door)";
+  if (!problem && o.tls.enabled())
+    if (auto bad = check_tls(o.tls))
+      problem = *bad;
   for (const auto& j : joins)
     if (!problem)
       problem = parse_join(j, o.cfg.steps, o.joins);

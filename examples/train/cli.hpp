@@ -2,6 +2,8 @@
 // scripts rely on.
 #pragma once
 
+#include "actors/net/network.hpp"
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +49,7 @@ struct cli_options {
   // The cluster's and the operator's tokens (else $BAMBOO_TOKEN and
   // $BAMBOO_OPERATOR_TOKEN, else fresh ones in a private directory).
   std::string token_file, operator_token_file;
+  tls_files tls; // --processes: the manager's and every worker's (bamboo-inspect's too)
 };
 
 // The training options, bound to an app (bamboo-train's and bamboo-manager's

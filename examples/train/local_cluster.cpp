@@ -208,6 +208,7 @@ int run_local_cluster(const local_cluster_options& lo) {
                     token.path(), "--log-level", lo.log_level});
       if (!lo.zones.empty())
         wargs.insert(wargs.end(), {"--zone", lo.zones[workers.size() % lo.zones.size()]});
+      wargs.insert(wargs.end(), lo.worker_tls.begin(), lo.worker_tls.end());
       workers.push_back(start(wargs));
       return workers.back().get();
     };

@@ -26,6 +26,8 @@ struct local_cluster_options {
   std::vector<std::string> manager_program, worker_program;
   // The tokens' files (else $BAMBOO_TOKEN, $BAMBOO_OPERATOR_TOKEN, else fresh).
   std::string token_file, operator_token_file;
+  // TLS files each worker is given (the manager has them among its arguments).
+  std::vector<std::string> worker_tls;
   int workers = 2; // worker processes to start (--workers, default --stages)
   // New workers started as a step begins (the stand-in for new spot instances).
   struct join {

@@ -100,6 +100,9 @@ int train_main(int argc, char** argv, std::shared_ptr<const model_definition> mo
     lc.manager_args = std::move(args);
     lc.token_file = opts->token_file;
     lc.operator_token_file = opts->operator_token_file;
+    if (opts->tls.enabled())
+      lc.worker_tls = {"--tls-cert",  opts->tls.cert, "--tls-key",
+                       opts->tls.key, "--tls-ca",     opts->tls.ca};
     if (model) { // every process is this program, so that each builds the model
       lc.manager_program = {proc::program_path(), "manager"};
       lc.worker_program = {proc::program_path(), "worker"};

@@ -237,4 +237,12 @@ TEST_CASE("with TLS the workers whose certificates the manager's CA signed train
   CHECK(manager.log().find("node 0 lost") == std::string::npos);
   CHECK(first.wait_exit() == 0);
   CHECK(second.wait_exit() == 0);
+  // The launcher gives its manager and every worker the same TLS files.
+  std::string launch = std::string(BAMBOO_TRAIN_BIN) +
+                       " --processes --stages 2 --layers 2 --steps 5 --quiet";
+  for (const auto& a : tls("ca"))
+    launch += " " + a;
+  const auto launched = run_command(launch);
+  INFO(launched.output);
+  CHECK(launched.status == 0);
 }

@@ -260,6 +260,8 @@ TEST_CASE(
   CHECK(log.find("dropped a frame of a kind the gateway does not take") !=
         std::string::npos);
   CHECK(log.find("node 4 lost") == std::string::npos);
+  // Its heartbeat with node 0's number was refused by name.
+  CHECK(log.find("dropped a heartbeat for node 0 from node 4") != std::string::npos);
   for (auto& w : workers)
     CHECK(w->wait_exit(20s) == 0);
   check_losses(read_metrics(dir.file("metrics.csv")), expected);
