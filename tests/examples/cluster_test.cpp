@@ -235,6 +235,11 @@ TEST_CASE("with TLS the workers whose certificates the manager's CA signed train
   INFO(manager.log());
   CHECK(status == 0);
   CHECK(manager.log().find("node 0 lost") == std::string::npos);
+  // The refusals, once for their address.
+  const auto said = manager.log().find("refused a TLS handshake from 127.0.0.1: ");
+  CHECK(said != std::string::npos);
+  CHECK(manager.log().find("refused a TLS handshake from 127.0.0.1: ", said + 1) ==
+        std::string::npos);
   CHECK(first.wait_exit() == 0);
   CHECK(second.wait_exit() == 0);
   // The launcher gives its manager and every worker the same TLS files.
