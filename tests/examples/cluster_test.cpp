@@ -222,7 +222,11 @@ TEST_CASE("with TLS the workers whose certificates the manager's CA signed train
   REQUIRE(first.wait_for(R"(joined as node (\d+))") == "0");
   for (const auto& [name, extra] :
        {std::pair<std::string, std::vector<std::string>>{"plain", {}},
-        {"stranger", tls("other")}}) {
+        {"stranger", tls("other")},
+        // Trusts the manager's CA, holds a certificate of another.
+        {"foreign",
+         {"--tls-cert", dir.file("other-node.pem"), "--tls-key",
+          dir.file("other-node.key"), "--tls-ca", dir.file("ca.pem")}}}) {
     auto w = worker(name, extra);
     const int status = w.wait_exit(15s);
     INFO(name << ": " << w.log());

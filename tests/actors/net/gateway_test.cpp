@@ -316,3 +316,23 @@ TEST_CASE("a stage proxy passes on its worker's reports for the stage it stands 
   CHECK(committed == std::vector<std::uint32_t>{1});
   caf::anon_send_exit(proxy, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("a member's heartbeats for another node keep neither that node nor the member "
+          "alive - it is declared lost as if silent",
+          "[actors][net]") {
+  joined_member m;
+  const int member = m.join();
+  const auto start = std::chrono::steady_clock::now();
+  bool lost = false;
+  // Beats every half period, each for node 7: none counts.
+  while (!lost && std::chrono::steady_clock::now() - start < 3s) {
+    m.send(schema::heartbeat{static_cast<std::uint32_t>(member + 7), 0, 0, 0, {}});
+    lost = m.lost_within(m.policy.period / 2);
+  }
+  const auto after = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  INFO("declared lost after " << after.count() << " ms (timeout "
+                              << m.policy.timeout().count() << " ms)");
+  CHECK(lost);
+  CHECK(after >= m.policy.timeout() - 50ms);
+}
