@@ -42,6 +42,7 @@
 #include "actors/net/frame_channel.hpp"
 #include "actors/net/network.hpp"
 #include "actors/protocol.hpp"
+#include "tests/loopback_dial.hpp"
 
 using namespace bamboo;
 using caf::io::basp::header;
@@ -54,22 +55,7 @@ std::uint16_t port_ = 0;
 std::string token_;
 
 int dial(const char* from = nullptr) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (from) {
-    sockaddr_in src{};
-    src.sin_family = AF_INET;
-    ::inet_pton(AF_INET, from, &src.sin_addr);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
-  }
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port_);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+  return bamboo::test::dial_loopback(port_, from);
 }
 
 bool read_all(int fd, void* p, std::size_t n) {

@@ -19,6 +19,7 @@
 #include "actors/net/door_proof.hpp"
 #include "actors/net/front_door.hpp"
 #include "actors/net/network.hpp"
+#include "tests/loopback_dial.hpp"
 
 using namespace bamboo;
 using namespace std::chrono_literals;
@@ -54,18 +55,8 @@ struct door_fixture {
 struct peer {
   int fd = -1;
   peer(std::uint16_t port, const char* from = nullptr) {
-    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (from) {
-      sockaddr_in src{};
-      src.sin_family = AF_INET;
-      ::inet_pton(AF_INET, from, &src.sin_addr);
-      ::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof src);
-    }
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    fd = test::dial_loopback(port, from);
+    REQUIRE(fd >= 0);
   }
   ~peer() { ::close(fd); }
   // Up to n bytes within the timeout; fewer when the door closed or went quiet.
