@@ -77,6 +77,9 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::size_t pending_cap = 8u << 20;
 constexpr std::size_t chunk = 64u << 10;
 constexpr int poll_ms = 250;
+// What an honest peer on a loaded machine takes to prove after its greeting:
+// younger connections are drawn to make room only when no older one is left.
+constexpr std::chrono::milliseconds honest_proof_time{250};
 
 // One peer's connection: its TCP socket, and, once the peer has proven the
 // token, our end of the socket pair whose other end CAF reads as the peer.
@@ -253,6 +256,7 @@ struct front_door::impl {
       c.since = clock_type::now();
       c.door_nonce = make_nonce();
       c.to_peer = door_greeting(c.door_nonce);
+      flush(c.tcp, c.to_peer); // at once: the peer's time to prove starts now
     }
   }
 
@@ -262,12 +266,19 @@ struct front_door::impl {
   // already waiting to be read is never drawn; a connection that has proven
   // the token is never one of them. False when none may go.
   bool make_room() {
-    std::vector<connection*> idle;
+    // Those greeted long enough ago to have proven, if honest, go first.
+    const auto now = clock_type::now();
+    std::vector<connection*> idle, old;
     for (auto& c : conns) {
       int unread = 0;
-      if (!c.dead && !c.proven && ::ioctl(c.tcp, FIONREAD, &unread) == 0 && unread == 0)
-        idle.push_back(&c);
+      if (c.dead || c.proven || ::ioctl(c.tcp, FIONREAD, &unread) != 0 || unread != 0)
+        continue;
+      idle.push_back(&c);
+      if (now - c.since >= honest_proof_time)
+        old.push_back(&c);
     }
+    if (!old.empty())
+      idle.swap(old);
     if (idle.empty())
       return false;
     auto& victim =
@@ -507,7 +518,7 @@ front_door::open(caf::actor_system& sys, const caf::actor& published, std::uint1
       continue;
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0)
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 4096) == 0)
       p->listener = fd;
     else {
       why = std::strerror(errno);
