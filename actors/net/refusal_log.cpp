@@ -1,5 +1,7 @@
 #include "actors/net/refusal_log.hpp"
 
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 namespace bamboo {
@@ -16,25 +18,50 @@ void refusal_log::note(const std::string& host, const std::string& address,
   std::pair<std::string, std::string> key{host, why};
   auto it = repeats_.find(key);
   if (it == repeats_.end() && repeats_.size() >= max_keys)
-    it = repeats_.try_emplace({"(other addresses)", "(other reasons)"}, 1).first;
+    it = repeats_.try_emplace({"(other addresses)", why}, 0).first;
   if (it != repeats_.end()) {
     ++it->second;
     return;
   }
   repeats_.emplace(std::move(key), 0);
-  logger_->warn("closed the {} from {}: {}", what_, address, why);
+  // In full at most max_lines times a period: a flood from many addresses is
+  // summarised, not written out address by address.
+  if (full_lines_ < max_lines) {
+    ++full_lines_;
+    logger_->warn("closed the {} from {}: {}", what_, address, why);
+  } else
+    ++repeats_[{host, why}];
 }
 
 void refusal_log::summarise(clock::time_point now, bool now_anyway) {
   if (!now_anyway && now - last_ < period_)
     return;
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - last_).count();
+  // One line per reason: its count, and its addresses (named when few).
+  struct tally {
+    std::size_t n = 0;
+    std::set<std::string> hosts;
+  };
+  std::map<std::string, tally> by_reason;
   for (const auto& [key, n] : repeats_)
-    if (n > 0)
-      logger_->warn("closed {} more {}s from {} in the last {} s: {}", n, what_,
-                    key.first, secs, key.second);
+    if (n > 0) {
+      auto& t = by_reason[key.second];
+      t.n += n;
+      t.hosts.insert(key.first);
+    }
+  for (const auto& [why, t] : by_reason) {
+    std::string from;
+    if (t.hosts.size() <= 3)
+      for (const auto& h : t.hosts)
+        from += (from.empty() ? "" : ", ") + h;
+    else
+      from = std::to_string(t.hosts.size()) + " addresses";
+    logger_->warn("closed {} more {}s from {} in the last {} s: {}", t.n, what_, from,
+                  secs, why);
+  }
   // Quiet kinds are forgotten: the next refusal of a kind is logged in full.
   repeats_.clear();
+  full_lines_ = 0;
   last_ = now;
 }
 

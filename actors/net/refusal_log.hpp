@@ -1,6 +1,8 @@
 // Refusals logged without letting a flood write the log: the first refusal of
-// a kind from an address is logged with the peer's address and port, repeats
-// are counted and summarised once per period, a line per address and kind.
+// a kind from an address is logged with the peer's address and port (at most
+// 16 such lines a period), repeats are counted and summarised once per period,
+// a line per kind naming its addresses (or how many): a bounded number of
+// lines a period however many addresses a flood comes from.
 #pragma once
 
 #include <chrono>
@@ -31,6 +33,8 @@ public:
 private:
   // Kept small whatever the peers do: kinds past this count go under one key.
   static constexpr std::size_t max_keys = 256;
+  static constexpr std::size_t max_lines = 16;
+  std::size_t full_lines_ = 0;
   std::shared_ptr<spdlog::logger> logger_;
   std::string what_;
   std::chrono::milliseconds period_;
