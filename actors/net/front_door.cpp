@@ -390,10 +390,6 @@ struct front_door::impl {
     }
     if (v == basp_filter::verdict::pass) {
       c.to_caf.insert(c.to_caf.end(), c.in.begin(), c.in.end());
-      std::lock_guard<std::mutex> lock(stats_mutex);
-      counts.bytes_to_caf += c.in.size();
-      if (!c.proven)
-        counts.unproven_bytes_to_caf += c.in.size();
     } else if (!c.filter.dropped().empty() &&
                c.drops++ == 0) // once per connection: a flood logs one line
       logger->warn("dropped {} from {} (and any more it sends)", c.filter.dropped(),
@@ -469,8 +465,17 @@ struct front_door::impl {
           read_caf(c);
         if (!flush(c.tcp, c.to_peer))
           c.peer_done = c.caf_done = true, c.to_caf.clear(), c.to_peer.clear();
-        if (c.caf >= 0 && !flush(c.caf, c.to_caf))
-          c.peer_done = c.caf_done = true, c.to_caf.clear(), c.to_peer.clear();
+        if (const auto before = c.to_caf.size(); before > 0) {
+          // Counted where bytes reach CAF's socket, whichever path queued them.
+          const bool ok = c.caf >= 0 && flush(c.caf, c.to_caf);
+          std::lock_guard<std::mutex> lock(stats_mutex);
+          const auto sent = before - c.to_caf.size();
+          counts.bytes_to_caf += sent;
+          if (!c.proven)
+            counts.unproven_bytes_to_caf += sent;
+          if (!ok && c.caf >= 0)
+            c.peer_done = c.caf_done = true, c.to_caf.clear(), c.to_peer.clear();
+        }
         // Either side gone: what the other still has to say is delivered.
         if ((c.peer_done && c.to_caf.empty()) ||
             (c.caf_done && c.to_peer.empty() && c.caf >= 0))

@@ -40,7 +40,7 @@ struct front_door_limits {
 struct front_door_stats {
   std::uint64_t proven = 0, refused = 0;
   std::uint64_t bytes_to_caf = 0;
-  // Always 0 by construction; counted where bytes are passed, as the proof.
+  // Counted at each write to CAF's socket: 0 while the door holds.
   std::uint64_t unproven_bytes_to_caf = 0;
 };
 
